@@ -1,0 +1,72 @@
+import { Command } from 'commander';
+import { createApp } from '../app.js';
+import { systemClock } from '../clock.js';
+import { loadConfig, type Config } from '../config.js';
+import { ConfigError } from '../errors.js';
+import { openStore } from '../store/open-store.js';
+
+/** Thin commands: parse arguments, load the config, call the library, set the exit code. */
+const program = new Command()
+  .name('webhook-inbox')
+  .description('Receive, verify, record and process payment webhooks exactly once')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('run the HTTP receiver with background workers')
+  .action(async () => {
+    const config = configOrExit();
+    const { app, inbox } = await createApp(config);
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      inbox.logger.info({ signal }, 'shutting down: no new deliveries, finishing in-flight work');
+      const forced = setTimeout(() => {
+        inbox.logger.error('shutdown took too long; exiting');
+        process.exit(1);
+      }, config.shutdownTimeoutMs + 5000);
+      forced.unref();
+      app.close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          inbox.logger.error({ err: error }, 'error during shutdown');
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    await app.listen({ host: config.host, port: config.port });
+  });
+
+program
+  .command('migrate')
+  .description('apply pending database migrations and exit')
+  .action(async () => {
+    const config = configOrExit();
+    const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
+    try {
+      const applied = await store.migrate();
+      console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    } finally {
+      await store.close();
+    }
+  });
+
+function configOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+program.parseAsync().catch((error: unknown) => {
+  console.error(`webhook-inbox: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

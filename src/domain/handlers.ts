@@ -1,0 +1,48 @@
+import type { Clock } from '../clock.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import { toDbTime, type DbTime } from '../store/schema.js';
+import type { BusinessTransaction, InboxEvent } from '../store/store.js';
+import type { PaymentState } from './payment-event.js';
+import { advancePayment, type PaymentRow } from './payments.js';
+
+export interface PaymentContext {
+  /** The processing transaction: every write here commits with "event processed", or not at all. */
+  tx: BusinessTransaction;
+  payment: PaymentRow;
+  event: InboxEvent;
+  now: DbTime;
+  /** Aborted when the worker's lease runs out; the commit would be refused after that anyway. */
+  signal: AbortSignal;
+}
+
+/**
+ * Business effects for a payment that reached a state. Handlers must be idempotent on their own
+ * (unique keys, INSERT IGNORE): they run again when a later event completes the payment's details.
+ */
+export type PaymentHandler = (context: PaymentContext) => Promise<void>;
+export type PaymentHandlers = Partial<Record<PaymentState, PaymentHandler[]>>;
+
+/** Applies one stored event inside the processing transaction and returns its outcome text. */
+export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal) => Promise<string>;
+
+/**
+ * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
+ * the handlers registered for the state the payment is in.
+ */
+export function paymentApplier(options: { providers: ProviderRegistry; handlers: PaymentHandlers; clock: Clock }): EventApplier {
+  return async (tx, event, signal) => {
+    const canonical = options.providers.toCanonical(event.provider, event);
+    if (canonical.kind === 'ignored') return `ignored: ${canonical.reason}`;
+
+    const now = toDbTime(options.clock.now());
+    const change = await advancePayment(tx, event.provider, canonical, now);
+    const state = change.payment.status;
+    if (change.applied || change.enriched) {
+      for (const handler of options.handlers[state] ?? []) {
+        await handler({ tx, payment: change.payment, event, now, signal });
+      }
+    }
+    if (change.applied) return `applied: payment ${canonical.paymentId} ${state}`;
+    return `ignored: payment already ${state}${change.enriched ? ' (details completed)' : ''}`;
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The provider-neutral meaning of a webhook: which payment it is about and which state it reports.
+ * Provider adapters translate their events into this; the domain never looks at provider payloads.
+ */
+export type PaymentState = 'created' | 'failed' | 'authorized' | 'captured' | 'refunded';
+
+/**
+ * The forward-only order of payment states. `failed` sits before `authorized` because providers report
+ * late authorisations (failed -> authorized, Razorpay) but a captured payment never fails afterwards.
+ * A total order keeps the final state independent of delivery order: it is the highest state reported.
+ */
+export const PAYMENT_STATE_ORDER: readonly PaymentState[] = ['created', 'failed', 'authorized', 'captured', 'refunded'];
+
+export function stateRank(state: PaymentState): number {
+  return PAYMENT_STATE_ORDER.indexOf(state);
+}
+
+/** States a payment may move out of to reach `target`. */
+export function statesBefore(target: PaymentState): PaymentState[] {
+  return PAYMENT_STATE_ORDER.slice(0, stateRank(target));
+}
+
+export interface PaymentEvent {
+  kind: 'payment';
+  paymentId: string;
+  state: PaymentState;
+  /** In the currency's smallest unit (cents, paise). */
+  amountMinor: number | null;
+  currency: string | null;
+  userId: string | null;
+  courseId: string | null;
+  email: string | null;
+}
+
+/** A verified event that changes no payment (disputes, partial refunds, unknown types). */
+export interface IgnoredEvent {
+  kind: 'ignored';
+  reason: string;
+}
+
+export type CanonicalEvent = PaymentEvent | IgnoredEvent;
+
+export function ignored(reason: string): IgnoredEvent {
+  return { kind: 'ignored', reason };
+}
+
+/** Reads optional string metadata that providers may send as strings, numbers or not at all. */
+export function metadataString(value: unknown): string | null {
+  if (typeof value === 'string') return value.trim() === '' ? null : value.trim();
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  return null;
+}

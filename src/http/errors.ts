@@ -1,0 +1,45 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { InboxError } from '../errors.js';
+
+interface ErrorBody {
+  error: string;
+  message: string;
+}
+
+/**
+ * The one place errors become HTTP answers. Expected rejections (bad signature, bad body) are 4xx with
+ * a stable code; an unreachable database is a 503 the provider will retry; anything else is a 500 and
+ * is logged with its stack.
+ */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
+    if (error instanceof InboxError) {
+      const level = error.statusCode >= 500 ? 'warn' : 'info';
+      request.log[level]({ code: error.code, provider: (request.params as { provider?: string })?.provider }, `delivery rejected: ${error.message}`);
+      if (error.statusCode === 503) void reply.header('retry-after', '5');
+      return reply.code(error.statusCode).send({ error: error.code, message: error.message } satisfies ErrorBody);
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      request.log.info({ code: error.code }, `request rejected: ${error.message}`);
+      return reply.code(status).send({ error: fastifyErrorCode(error), message: error.message } satisfies ErrorBody);
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    return reply.code(500).send({ error: 'internal_error', message: 'internal error; the delivery was not acknowledged' } satisfies ErrorBody);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } satisfies ErrorBody),
+  );
+}
+
+function fastifyErrorCode(error: FastifyError): string {
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return 'payload_too_large';
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'unsupported_media_type';
+    default:
+      return 'bad_request';
+  }
+}

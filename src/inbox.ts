@@ -1,0 +1,90 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Clock } from './clock.js';
+import type { ProcessingSettings } from './config.js';
+import { ProcessingPendingError } from './errors.js';
+import type { Processor } from './processing/processor.js';
+import type { Sweeper } from './processing/sweeper.js';
+import type { WorkerPool } from './processing/worker-pool.js';
+import type { RawDelivery, VerifiedEvent } from './providers/provider.js';
+import type { ProviderRegistry } from './providers/registry.js';
+import type { InboxStore, RecordResult } from './store/store.js';
+
+export interface ReceiveResult {
+  outcome: RecordResult['outcome'];
+  provider: string;
+  eventId: string;
+}
+
+const INLINE_POLL_MS = 25;
+
+/**
+ * The pipeline: verify -> record -> acknowledge, then process in the background (default) or before
+ * answering (inline). Verification is separate from receiving, so an already verified or stored
+ * event can be received without pretending it was just delivered.
+ */
+export class Inbox {
+  constructor(
+    readonly store: InboxStore,
+    readonly providers: ProviderRegistry,
+    readonly processor: Processor,
+    private readonly pool: WorkerPool,
+    private readonly sweeper: Sweeper,
+    private readonly settings: ProcessingSettings,
+    readonly clock: Clock,
+    readonly logger: Logger,
+  ) {}
+
+  /** Authenticates a raw delivery (nothing is written when that fails), then receives it. */
+  async verifyAndReceive(provider: string, delivery: RawDelivery): Promise<ReceiveResult> {
+    const verified = this.providers.verifier(provider).verify(delivery);
+    return this.receive(verified);
+  }
+
+  /** Records a verified event; resolves once the record is durable (and, inline, processed). */
+  async receive(event: VerifiedEvent): Promise<ReceiveResult> {
+    const recorded = await this.store.record(event);
+    if (this.settings.mode === 'inline') await this.processInline(recorded);
+    else if (recorded.status !== 'processed') this.pool.enqueue(recorded.id);
+    return { outcome: recorded.outcome, provider: event.provider, eventId: event.eventId };
+  }
+
+  /**
+   * Inline mode: the answer waits for processing. A concurrent duplicate waits a bounded time for the
+   * in-flight attempt and gets a retryable 503 if it does not finish, so the provider comes back.
+   */
+  private async processInline(recorded: RecordResult): Promise<void> {
+    if (recorded.status === 'processed') return;
+    const attempt = await this.processor.process(recorded.id);
+    if (attempt.result === 'processed') return;
+    if (attempt.result === 'failed') {
+      if (attempt.retryAt === null) return; // Given up: recorded for an operator; retries cannot help.
+      throw new ProcessingPendingError(`processing failed and will be retried: ${attempt.error}`);
+    }
+
+    for (let waited = 0; waited < this.settings.inlineWaitMs; waited += INLINE_POLL_MS) {
+      await sleep(INLINE_POLL_MS);
+      const state = await this.store.eventState(recorded.id);
+      if (state?.status === 'processed' || (state?.status === 'failed' && state.nextAttemptAt === null)) return;
+      if (state?.status === 'failed') throw new ProcessingPendingError('processing failed and will be retried');
+    }
+    throw new ProcessingPendingError('event is still being processed; retry later');
+  }
+
+  /** Starts the background workers (the sweeper also retries failed events in inline mode). */
+  start(): void {
+    this.sweeper.start(this.settings.sweepIntervalMs);
+  }
+
+  /** Stops taking work, lets in-flight events finish (bounded), then closes the store. */
+  async stop(timeoutMs: number): Promise<void> {
+    await this.sweeper.stop();
+    const drained = await this.pool.stop(timeoutMs);
+    if (!drained) this.logger.warn('shutdown timeout: in-flight events keep their lease and will be taken over');
+    await this.store.close();
+  }
+
+  get pendingInProcess(): number {
+    return this.pool.pending;
+  }
+}

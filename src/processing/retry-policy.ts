@@ -1,0 +1,14 @@
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseMs: number;
+  maxMs: number;
+}
+
+/**
+ * Exponential backoff with "equal jitter": half the capped exponential delay is fixed, half random,
+ * so retries of many events failing together spread out but never come back immediately.
+ */
+export function retryDelayMs(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const exponential = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(exponential / 2 + (random() * exponential) / 2);
+}

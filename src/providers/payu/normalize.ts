@@ -1,0 +1,42 @@
+import { ignored, metadataString, type PaymentState } from '../../domain/payment-event.js';
+import { isRecord } from '../delivery.js';
+import type { Normalizer } from '../provider.js';
+
+/** PayU amounts are decimal rupee strings ("1500.00"); converted without floating point. */
+export function rupeesToPaise(amount: string | undefined): number | null {
+  const match = /^(\d{1,13})(?:\.(\d{1,2}))?$/.exec(amount?.trim() ?? '');
+  if (!match) return null;
+  return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
+}
+
+function stateOf(status: string, unmappedStatus: string): PaymentState | null {
+  switch (status) {
+    case 'success':
+      return unmappedStatus === 'auth' ? 'authorized' : 'captured';
+    case 'failure':
+    case 'failed':
+      return 'failed';
+    case 'pending':
+      return 'created';
+    default:
+      return null;
+  }
+}
+
+/** PayU callbacks -> payment states. Each attempt has its own mihpayid, which identifies the payment. */
+export const payuToCanonical: Normalizer = ({ payload }) => {
+  if (!isRecord(payload)) return ignored('payu payload is not an object');
+  const field = (name: string): string => (typeof payload[name] === 'string' ? (payload[name] as string).trim() : '');
+  const state = stateOf(field('status').toLowerCase(), field('unmappedstatus').toLowerCase());
+  if (state === null) return ignored(`no business meaning: payu status "${field('status')}"`);
+  return {
+    kind: 'payment',
+    paymentId: field('mihpayid'),
+    state,
+    amountMinor: rupeesToPaise(field('amount')),
+    currency: 'INR',
+    userId: metadataString(payload.udf1),
+    courseId: metadataString(payload.udf2),
+    email: metadataString(payload.email),
+  };
+};

@@ -1,0 +1,86 @@
+import type { PayuSettings } from '../../config.js';
+import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../../errors.js';
+import { bodyText, digestMatches, headerValue, identifier, keptHeaders, parseJsonObject, sha512Hex } from '../delivery.js';
+import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
+
+export type PayuFields = Record<string, string>;
+
+/**
+ * The reverse (response) hash, as PayU's SDKs build it:
+ *   [additionalCharges|]SALT|status||||||udf5|udf4|udf3|udf2|udf1|email|firstname|productinfo|amount|txnid|key
+ * The five empty slots are udf10..udf6. `additionalCharges` is prefixed whenever the field is present,
+ * even empty (payu-websdk checks presence). A missing field counts as "" on purpose (the SDK would
+ * write "undefined").
+ */
+export function payuReverseHash(fields: PayuFields, salt: string, merchantKey: string): string {
+  const field = (name: string): string => fields[name] ?? '';
+  const parts = [
+    salt,
+    field('status'),
+    '', '', '', '', '',
+    field('udf5'), field('udf4'), field('udf3'), field('udf2'), field('udf1'),
+    field('email'), field('firstname'), field('productinfo'), field('amount'), field('txnid'),
+    merchantKey,
+  ];
+  if ('additionalCharges' in fields) parts.unshift(field('additionalCharges'));
+  return sha512Hex(parts.join('|'));
+}
+
+/** PayU posts form-encoded callbacks (some products JSON); both carry the same fields. */
+export function parsePayuFields(headers: RawDelivery['headers'], body: Buffer): PayuFields {
+  const mediaType = (headerValue(headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (mediaType === 'application/x-www-form-urlencoded') return formFields(bodyText(body));
+  if (mediaType === 'application/json') return jsonFields(parseJsonObject(body));
+  throw new UnsupportedMediaTypeError('PayU callbacks must be application/x-www-form-urlencoded or application/json');
+}
+
+function formFields(text: string): PayuFields {
+  const fields: PayuFields = Object.create(null);
+  // URLSearchParams decodes "+" as a space and %XX escapes, exactly what the hash is computed over.
+  for (const [name, value] of new URLSearchParams(text)) {
+    // A repeated field would make the hashed value ambiguous.
+    if (name in fields) throw new BadRequestError(`field "${name}" appears more than once`, 'malformed_body');
+    fields[name] = value;
+  }
+  return fields;
+}
+
+function jsonFields(object: Record<string, unknown>): PayuFields {
+  const fields: PayuFields = Object.create(null);
+  for (const [name, value] of Object.entries(object)) {
+    if (typeof value === 'string') fields[name] = value;
+    else if (typeof value === 'number' || typeof value === 'boolean') fields[name] = String(value);
+    else if (value === null) fields[name] = '';
+    else throw new BadRequestError(`field "${name}" must be a string, not an object`, 'malformed_body');
+  }
+  return fields;
+}
+
+export function createPayuVerifier(settings: PayuSettings): Verifier {
+  return {
+    verify({ headers, body }: RawDelivery): VerifiedEvent {
+      const fields = parsePayuFields(headers, body);
+      const received = fields.hash;
+      if (received === undefined || received === '') throw new SignatureError('missing hash field');
+      const expected = payuReverseHash(fields, settings.merchantSalt, settings.merchantKey);
+      if (!digestMatches(received, expected)) {
+        throw new SignatureError('hash does not match the posted fields for PAYU_MERCHANT_SALT');
+      }
+      // payu-websdk hashes with the configured key and never looks at the posted one; we also require
+      // them to match so a callback for another merchant account is refused.
+      if (fields.key !== settings.merchantKey) {
+        throw new SignatureError('posted key does not match PAYU_MERCHANT_KEY');
+      }
+
+      const paymentId = identifier(fields.mihpayid, 'payment id (mihpayid)', 'missing_event_id');
+      const status = identifier(fields.status, 'status', 'missing_event_id').toLowerCase();
+      return {
+        provider: 'payu',
+        eventId: identifier(`${paymentId}:${status}`, 'event id (mihpayid:status)'),
+        eventType: identifier(`payment.${status}`, 'event type'),
+        payload: JSON.stringify(fields),
+        headers: keptHeaders(headers, ['content-type']),
+      };
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { CanonicalEvent } from '../domain/payment-event.js';
+
+export const PROVIDER_NAMES = ['stripe', 'razorpay', 'payu'] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+
+export function isProviderName(value: string): value is ProviderName {
+  return (PROVIDER_NAMES as readonly string[]).includes(value);
+}
+
+/** A delivery exactly as it reached us: the body is the raw bytes, never re-serialised. */
+export interface RawDelivery {
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  receivedAt: Date;
+}
+
+/** An authenticated delivery, ready to be recorded under the provider's own event id. */
+export interface VerifiedEvent {
+  provider: ProviderName;
+  eventId: string;
+  eventType: string;
+  /** JSON text to store: the raw body verbatim for JSON providers, normalised fields for form posts. */
+  payload: string;
+  /** The headers needed to verify the event again later (signature, event id, content type). */
+  headers: Record<string, string>;
+}
+
+/** Authenticates deliveries with the configured secrets. Throws SignatureError, BadRequestError, ... */
+export interface Verifier {
+  verify(delivery: RawDelivery): VerifiedEvent;
+}
+
+/** What a stored event means for a payment; pure, needs no secret. */
+export type Normalizer = (event: { eventType: string; payload: unknown }) => CanonicalEvent;
+
+/**
+ * One payment provider: how to authenticate its deliveries and how to read its events. Each provider
+ * folder (stripe/, razorpay/, payu/) exports one of these, built from the same two files.
+ */
+export interface ProviderDefinition<Settings> {
+  name: ProviderName;
+  /** The environment variables that configure it, named in the 503 answer when they are missing. */
+  variables: string[];
+  createVerifier(settings: Settings): Verifier;
+  toCanonical: Normalizer;
+}

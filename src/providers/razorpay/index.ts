@@ -1,0 +1,11 @@
+import type { RazorpaySettings } from '../../config.js';
+import type { ProviderDefinition } from '../provider.js';
+import { razorpayToCanonical } from './normalize.js';
+import { createRazorpayVerifier } from './verify.js';
+
+export const razorpay: ProviderDefinition<RazorpaySettings> = {
+  name: 'razorpay',
+  variables: ['RAZORPAY_WEBHOOK_SECRET'],
+  createVerifier: createRazorpayVerifier,
+  toCanonical: razorpayToCanonical,
+};

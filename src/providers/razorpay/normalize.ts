@@ -1,0 +1,37 @@
+import { ignored, metadataString, type PaymentState } from '../../domain/payment-event.js';
+import { integerAt, isRecord, path, stringAt } from '../delivery.js';
+import type { Normalizer } from '../provider.js';
+
+const STATES: Record<string, PaymentState> = {
+  'payment.authorized': 'authorized',
+  'payment.captured': 'captured',
+  'payment.failed': 'failed',
+  'order.paid': 'captured',
+  'refund.processed': 'refunded',
+};
+
+/** Razorpay events -> payment states, read from the payment entity every payment event carries. */
+export const razorpayToCanonical: Normalizer = ({ eventType, payload }) => {
+  const state = STATES[eventType];
+  if (state === undefined) return ignored(`no business meaning: razorpay ${eventType}`);
+  const payment = path(payload, 'payload', 'payment', 'entity');
+  if (!isRecord(payment)) return ignored(`razorpay ${eventType} carries no payment entity`);
+  const paymentId = stringAt(payment, 'id') ?? stringAt(payload, 'payload', 'refund', 'entity', 'payment_id');
+  if (paymentId === null) return ignored(`razorpay ${eventType} carries no payment id`);
+
+  const amount = integerAt(payment, 'amount');
+  if (state === 'refunded' && !(amount !== null && (integerAt(payment, 'amount_refunded') ?? 0) >= amount)) {
+    return ignored('partial refund: payment state unchanged');
+  }
+  return {
+    kind: 'payment',
+    paymentId,
+    state,
+    amountMinor: amount,
+    currency: stringAt(payment, 'currency'),
+    // notes is an object when filled and [] when empty.
+    userId: metadataString(path(payment, 'notes', 'user_id')),
+    courseId: metadataString(path(payment, 'notes', 'course_id')),
+    email: stringAt(payment, 'email'),
+  };
+};

@@ -1,0 +1,39 @@
+import type { ProviderSettings } from '../config.js';
+import type { CanonicalEvent } from '../domain/payment-event.js';
+import { ProviderNotConfiguredError, UnknownProviderError } from '../errors.js';
+import { payu } from './payu/index.js';
+import { isProviderName, PROVIDER_NAMES, type ProviderDefinition, type ProviderName, type Verifier } from './provider.js';
+import { razorpay } from './razorpay/index.js';
+import { stripe } from './stripe/index.js';
+
+const DEFINITIONS: { [P in ProviderName]: ProviderDefinition<NonNullable<ProviderSettings[P]>> } = { stripe, razorpay, payu };
+
+/** The providers of one running inbox: a verifier for each configured one, a normaliser for all. */
+export class ProviderRegistry {
+  private readonly verifiers = new Map<ProviderName, Verifier>();
+
+  constructor(settings: ProviderSettings) {
+    for (const name of PROVIDER_NAMES) {
+      const providerSettings = settings[name];
+      // The definitions table is keyed by name, so each definition receives its own settings type.
+      if (providerSettings) this.verifiers.set(name, (DEFINITIONS[name] as ProviderDefinition<typeof providerSettings>).createVerifier(providerSettings));
+    }
+  }
+
+  /** Fails closed: an unknown provider is a 404, a known one without secrets a 503. */
+  verifier(name: string): Verifier {
+    if (!isProviderName(name)) throw new UnknownProviderError(name);
+    const verifier = this.verifiers.get(name);
+    if (!verifier) throw new ProviderNotConfiguredError(name, DEFINITIONS[name].variables);
+    return verifier;
+  }
+
+  unconfigured(): Array<{ name: ProviderName; variables: string[] }> {
+    return PROVIDER_NAMES.filter((name) => !this.verifiers.has(name)).map((name) => ({ name, variables: DEFINITIONS[name].variables }));
+  }
+
+  toCanonical(provider: string, event: { eventType: string; payload: unknown }): CanonicalEvent {
+    if (!isProviderName(provider)) return { kind: 'ignored', reason: `unknown provider ${provider}` };
+    return DEFINITIONS[provider].toCanonical(event);
+  }
+}

@@ -1,0 +1,19 @@
+import type { Kysely } from 'kysely';
+import type { ColumnTypes } from './migrations.js';
+import type { InboxDatabase } from './schema.js';
+
+/**
+ * What differs between SQL databases, and nothing else: connecting, column types, and reading the
+ * driver's errors. The store logic itself is written once, over Kysely, in `inbox-store.ts`.
+ */
+export interface StoreBackend {
+  readonly name: string;
+  readonly columnTypes: ColumnTypes;
+  connect(url: string, options: { poolSize: number }): Kysely<InboxDatabase>;
+  /** Creates the database itself when the server allows it and it is missing. */
+  ensureDatabase(url: string): Promise<void>;
+  /** Deadlocks and lock timeouts: the transaction can simply run again. */
+  isTransientConflict(error: unknown): boolean;
+  /** The database cannot be reached right now: callers answer 503 and retry later. */
+  isUnavailable(error: unknown): boolean;
+}

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { Migrator, type Kysely, type Selectable } from 'kysely';
+import type { Clock } from '../clock.js';
+import { LeaseLostError, StoreUnavailableError } from '../errors.js';
+import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import type { StoreBackend } from './backend.js';
+import { inboxMigrations } from './migrations.js';
+import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, RecordResult } from './store.js';
+
+const TRANSIENT_CONFLICT_RETRIES = 3;
+
+/** The store logic, written once over Kysely; the backend supplies what differs per database. */
+export class KyselyInboxStore implements InboxStore {
+  readonly backend: string;
+
+  constructor(
+    readonly db: Kysely<InboxDatabase>,
+    private readonly dialect: StoreBackend,
+    private readonly clock: Clock,
+    private readonly url: string,
+  ) {
+    this.backend = dialect.name;
+  }
+
+  async migrate(): Promise<string[]> {
+    await this.dialect.ensureDatabase(this.url);
+    const migrator = new Migrator({
+      db: this.db,
+      provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
+      migrationTableName: 'schema_migrations',
+      migrationLockTableName: 'schema_migrations_lock',
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) throw error;
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  async record(event: VerifiedEvent): Promise<RecordResult> {
+    return this.guard(async () => {
+      const now = toDbTime(this.clock.now());
+      const inserted = await this.db
+        .insertInto('webhook_events')
+        .ignore()
+        .values({
+          provider: event.provider,
+          event_id: event.eventId,
+          event_type: event.eventType,
+          payload: event.payload,
+          headers: JSON.stringify(event.headers),
+          status: 'received',
+          attempts: 0,
+          next_attempt_at: now,
+          created_at: now,
+        })
+        .executeTakeFirst();
+      if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
+        return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
+      }
+      const existing = await this.db
+        .selectFrom('webhook_events')
+        .select(['id', 'status'])
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
+        .executeTakeFirstOrThrow();
+      return { outcome: 'duplicate', id: existing.id, status: existing.status };
+    });
+  }
+
+  async claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
+    return this.guard(async () => {
+      const now = this.clock.now();
+      const expiresAt = new Date(now.getTime() + leaseMs);
+      const token = randomUUID();
+      const claimed = await this.db
+        .updateTable('webhook_events')
+        .set((eb) => ({
+          status: 'processing',
+          attempts: eb('attempts', '+', 1),
+          lease_owner: owner,
+          lease_token: token,
+          lease_expires_at: toDbTime(expiresAt),
+          next_attempt_at: toDbTime(expiresAt),
+        }))
+        .where('id', '=', id)
+        .where((eb) =>
+          eb.or([
+            eb('status', '=', 'received'),
+            eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))]),
+          ]),
+        )
+        .executeTakeFirst();
+      if (claimed.numUpdatedRows !== 1n) return null;
+
+      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
+      if (!row) return null;
+      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts };
+      return {
+        lease,
+        event: {
+          id: row.id,
+          provider: row.provider as ProviderName,
+          eventId: row.event_id,
+          eventType: row.event_type,
+          payload: parseJson(row.payload),
+          headers: parseJson(row.headers) as Record<string, string>,
+          attempts: row.attempts,
+          createdAt: fromDbTime(row.created_at),
+        },
+      };
+    });
+  }
+
+  async completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction().execute(async (tx) => {
+          const outcome = await work(tx);
+          const now = toDbTime(this.clock.now());
+          const fenced = await tx
+            .updateTable('webhook_events')
+            .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
+            .where('id', '=', lease.id)
+            .where('lease_token', '=', lease.token)
+            .where('status', '=', 'processing')
+            .where('lease_expires_at', '>', now)
+            .executeTakeFirst();
+          if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
+          return outcome;
+        });
+      } catch (error) {
+        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
+        throw this.translate(error);
+      }
+    }
+  }
+
+  async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+    return this.guard(async () => {
+      const result = await this.db
+        .updateTable('webhook_events')
+        .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
+        .where('id', '=', lease.id)
+        .where('lease_token', '=', lease.token)
+        .where('status', '=', 'processing')
+        .executeTakeFirst();
+      return result.numUpdatedRows === 1n;
+    });
+  }
+
+  async dueEventIds(limit: number): Promise<number[]> {
+    return this.guard(async () => {
+      const rows = await this.db
+        .selectFrom('webhook_events')
+        .select('id')
+        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
+        .orderBy('next_attempt_at')
+        .limit(limit)
+        .execute();
+      return rows.map((r) => r.id);
+    });
+  }
+
+  async eventState(id: number): Promise<EventState | null> {
+    return this.guard(async () => {
+      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
+      return row ? toEventState(row) : null;
+    });
+  }
+
+  async findEvent(provider: string, eventId: string): Promise<EventState | null> {
+    return this.guard(async () => {
+      const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
+      return row ? toEventState(row) : null;
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  private async guard<T>(operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw this.translate(error);
+    }
+  }
+
+  private translate(error: unknown): unknown {
+    if (this.dialect.isUnavailable(error)) {
+      return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
+    }
+    return error;
+  }
+}
+
+function parseJson(text: string): unknown {
+  return JSON.parse(text);
+}
+
+function toEventState(row: Selectable<WebhookEventsTable>): EventState {
+  return {
+    id: row.id,
+    provider: row.provider,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status,
+    attempts: row.attempts,
+    leaseOwner: row.lease_owner,
+    nextAttemptAt: row.next_attempt_at ? fromDbTime(row.next_attempt_at) : null,
+    lastError: row.last_error,
+    outcome: row.outcome,
+    createdAt: fromDbTime(row.created_at),
+    processedAt: row.processed_at ? fromDbTime(row.processed_at) : null,
+  };
+}

@@ -1,0 +1,108 @@
+import type { Kysely, Migration, RawBuilder } from 'kysely';
+
+/** The column types that differ between SQL dialects; each store backend supplies its own. */
+export interface ColumnTypes {
+  /** Auto-increment primary key. */
+  id: RawBuilder<unknown>;
+  bigint: RawBuilder<unknown>;
+  timestamp: RawBuilder<unknown>;
+  /** Identifiers compared byte for byte (provider ids are case-sensitive). */
+  key: RawBuilder<unknown>;
+  shortText: RawBuilder<unknown>;
+  longText: RawBuilder<unknown>;
+  /** Appended to CREATE TABLE (engine, charset), or null. */
+  tableOptions: RawBuilder<unknown> | null;
+}
+
+type Schema = Kysely<unknown>['schema'];
+
+/**
+ * Versioned migrations, applied in name order and recorded in `schema_migrations`. Never edit one that
+ * has shipped; add the next number instead.
+ */
+export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
+  const table = (schema: Schema, name: string) => {
+    const builder = schema.createTable(name).addColumn('id', types.id, (c) => c.primaryKey().autoIncrement().notNull());
+    return types.tableOptions ? builder.modifyEnd(types.tableOptions) : builder;
+  };
+
+  return {
+    '0001_webhook_events': {
+      async up(db) {
+        await table(db.schema, 'webhook_events')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('event_id', types.key, (c) => c.notNull())
+          .addColumn('event_type', types.key, (c) => c.notNull())
+          .addColumn('payload', types.longText, (c) => c.notNull())
+          .addColumn('headers', types.longText, (c) => c.notNull())
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('lease_owner', types.key)
+          .addColumn('lease_token', types.shortText)
+          .addColumn('lease_expires_at', types.timestamp)
+          .addColumn('next_attempt_at', types.timestamp)
+          .addColumn('last_error', types.longText)
+          .addColumn('outcome', types.longText)
+          .addColumn('created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('processed_at', types.timestamp)
+          .addUniqueConstraint('uq_webhook_events_provider_event', ['provider', 'event_id'])
+          .execute();
+        await db.schema.createIndex('ix_webhook_events_due').on('webhook_events').column('next_attempt_at').execute();
+        await db.schema.createIndex('ix_webhook_events_status').on('webhook_events').columns(['status', 'created_at']).execute();
+      },
+    },
+    '0002_course_platform': {
+      async up(db) {
+        await table(db.schema, 'payments')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('payment_id', types.key, (c) => c.notNull())
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('amount', types.bigint)
+          .addColumn('currency', types.shortText)
+          .addColumn('user_id', types.key)
+          .addColumn('course_id', types.key)
+          .addColumn('email', types.key)
+          .addColumn('created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('updated_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_payments_provider_payment', ['provider', 'payment_id'])
+          .execute();
+        await table(db.schema, 'orders')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('payment_id', types.key, (c) => c.notNull())
+          .addColumn('user_id', types.key)
+          .addColumn('course_id', types.key)
+          .addColumn('amount', types.bigint)
+          .addColumn('currency', types.shortText)
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('updated_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_orders_provider_payment', ['provider', 'payment_id'])
+          .execute();
+        await table(db.schema, 'enrollments')
+          .addColumn('user_id', types.key, (c) => c.notNull())
+          .addColumn('course_id', types.key, (c) => c.notNull())
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('payment_id', types.key, (c) => c.notNull())
+          .addColumn('created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('updated_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_enrollments_user_course', ['user_id', 'course_id'])
+          .execute();
+        await db.schema.createIndex('ix_enrollments_payment').on('enrollments').columns(['provider', 'payment_id']).execute();
+        await table(db.schema, 'outbox')
+          .addColumn('idempotency_key', types.key, (c) => c.notNull())
+          .addColumn('kind', types.shortText, (c) => c.notNull())
+          .addColumn('payload', types.longText, (c) => c.notNull())
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('next_attempt_at', types.timestamp)
+          .addColumn('last_error', types.longText)
+          .addColumn('created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('sent_at', types.timestamp)
+          .addUniqueConstraint('uq_outbox_idempotency_key', ['idempotency_key'])
+          .execute();
+        await db.schema.createIndex('ix_outbox_due').on('outbox').columns(['status', 'next_attempt_at']).execute();
+      },
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { Kysely, MysqlDialect, sql } from 'kysely';
+import { createConnection, createPool } from 'mysql2';
+import type { StoreBackend } from '../backend.js';
+import type { ColumnTypes } from '../migrations.js';
+import type { InboxDatabase } from '../schema.js';
+
+const COLUMN_TYPES: ColumnTypes = {
+  id: sql`bigint unsigned`,
+  bigint: sql`bigint`,
+  timestamp: sql`datetime(3)`,
+  key: sql`varchar(255)`,
+  shortText: sql`varchar(64)`,
+  // LONGTEXT, not JSON: MySQL 8 re-serialises JSON columns, and the payload must stay byte-exact.
+  longText: sql`longtext`,
+  // Binary collation: provider ids are case-sensitive ("evt_A" and "evt_a" are different events).
+  tableOptions: sql`engine=InnoDB default charset=utf8mb4 collate=utf8mb4_bin`,
+};
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'ER_CON_COUNT_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  'ER_QUERY_INTERRUPTED',
+]);
+const ER_LOCK_WAIT_TIMEOUT = 1205;
+const ER_LOCK_DEADLOCK = 1213;
+const ER_BAD_DB_ERROR = 1049;
+
+function driverError(error: unknown): { code?: string; errno?: number; fatal?: boolean } {
+  return typeof error === 'object' && error !== null ? (error as { code?: string; errno?: number; fatal?: boolean }) : {};
+}
+
+function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+}
+
+export const mysqlBackend: StoreBackend = {
+  name: 'mysql',
+  columnTypes: COLUMN_TYPES,
+
+  connect(url, { poolSize }) {
+    const pool = createPool({
+      uri: url,
+      connectionLimit: poolSize,
+      // Times travel as UTC strings in both directions (see schema.ts).
+      dateStrings: true,
+      timezone: 'Z',
+      charset: 'utf8mb4',
+      supportBigNumbers: true,
+      enableKeepAlive: true,
+      connectTimeout: 5000,
+    });
+    return new Kysely<InboxDatabase>({ dialect: new MysqlDialect({ pool }) });
+  },
+
+  async ensureDatabase(url) {
+    const target = new URL(url);
+    const name = databaseName(url);
+    target.pathname = '/';
+    const connection = createConnection({ uri: target.toString(), connectTimeout: 5000 }).promise();
+    try {
+      const [rows] = await connection.query('SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?', [name]);
+      if ((rows as unknown[]).length === 0) {
+        await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name.replaceAll('`', '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+      }
+    } finally {
+      await connection.end();
+    }
+  },
+
+  isTransientConflict(error) {
+    const { errno } = driverError(error);
+    return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;
+  },
+
+  isUnavailable(error) {
+    const { code, errno, fatal } = driverError(error);
+    return (code !== undefined && UNAVAILABLE_CODES.has(code)) || errno === ER_BAD_DB_ERROR || fatal === true;
+  },
+};

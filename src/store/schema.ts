@@ -1,0 +1,104 @@
+import type { Generated } from 'kysely';
+import type { PaymentState } from '../domain/payment-event.js';
+
+/**
+ * Table shapes (DESIGN.md's data model). Times are UTC strings 'YYYY-MM-DD HH:MM:SS.mmm' in every
+ * store: DATETIME(3) in MySQL, TEXT in SQLite; the format sorts and compares the same in both.
+ */
+export type DbTime = string;
+
+export type EventStatus = 'received' | 'processing' | 'processed' | 'failed';
+
+export interface WebhookEventsTable {
+  id: Generated<number>;
+  provider: string;
+  event_id: string;
+  event_type: string;
+  /** JSON text as received (raw body verbatim; PayU form posts normalised to a JSON object). */
+  payload: string;
+  /** JSON object of the headers needed to verify the event again. */
+  headers: string;
+  status: EventStatus;
+  attempts: number;
+  lease_owner: string | null;
+  lease_token: string | null;
+  lease_expires_at: DbTime | null;
+  /**
+   * When the event is next due for a worker: at receipt for a new event, at lease expiry while it is
+   * processing, at the retry time after a failure; NULL once processed or given up. The sweeper reads
+   * this single indexed column.
+   */
+  next_attempt_at: DbTime | null;
+  last_error: string | null;
+  outcome: string | null;
+  created_at: DbTime;
+  processed_at: DbTime | null;
+}
+
+export interface PaymentsTable {
+  id: Generated<number>;
+  provider: string;
+  payment_id: string;
+  status: PaymentState;
+  amount: number | null;
+  currency: string | null;
+  user_id: string | null;
+  course_id: string | null;
+  email: string | null;
+  created_at: DbTime;
+  updated_at: DbTime;
+}
+
+export interface OrdersTable {
+  id: Generated<number>;
+  provider: string;
+  payment_id: string;
+  user_id: string | null;
+  course_id: string | null;
+  amount: number | null;
+  currency: string | null;
+  status: 'paid' | 'refunded';
+  created_at: DbTime;
+  updated_at: DbTime;
+}
+
+export interface EnrollmentsTable {
+  id: Generated<number>;
+  user_id: string;
+  course_id: string;
+  status: 'active' | 'revoked';
+  provider: string;
+  payment_id: string;
+  created_at: DbTime;
+  updated_at: DbTime;
+}
+
+export interface OutboxTable {
+  id: Generated<number>;
+  /** Stable per business effect (e.g. one receipt per payment), never per delivery or attempt. */
+  idempotency_key: string;
+  kind: string;
+  payload: string;
+  status: 'pending' | 'sent' | 'failed' | 'skipped';
+  attempts: number;
+  next_attempt_at: DbTime | null;
+  last_error: string | null;
+  created_at: DbTime;
+  sent_at: DbTime | null;
+}
+
+export interface InboxDatabase {
+  webhook_events: WebhookEventsTable;
+  payments: PaymentsTable;
+  orders: OrdersTable;
+  enrollments: EnrollmentsTable;
+  outbox: OutboxTable;
+}
+
+export function toDbTime(date: Date): DbTime {
+  return date.toISOString().slice(0, 23).replace('T', ' ');
+}
+
+export function fromDbTime(value: DbTime): Date {
+  return new Date(`${value.replace(' ', 'T')}Z`);
+}

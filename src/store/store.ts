@@ -1,0 +1,92 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import type { EventStatus, InboxDatabase } from './schema.js';
+
+/** A stored event as workers and handlers see it. */
+export interface InboxEvent {
+  id: number;
+  provider: ProviderName;
+  eventId: string;
+  eventType: string;
+  payload: unknown;
+  headers: Record<string, string>;
+  attempts: number;
+  createdAt: Date;
+}
+
+export interface RecordResult {
+  outcome: 'recorded' | 'duplicate';
+  id: number;
+  status: EventStatus;
+}
+
+/** Proof of ownership of one event for a bounded time; the token fences every write that follows. */
+export interface Lease {
+  id: number;
+  owner: string;
+  token: string;
+  expiresAt: Date;
+  /** Attempts including this one. */
+  attempts: number;
+}
+
+export interface ClaimedEvent {
+  lease: Lease;
+  event: InboxEvent;
+}
+
+export interface EventState {
+  id: number;
+  provider: string;
+  eventId: string;
+  eventType: string;
+  status: EventStatus;
+  attempts: number;
+  leaseOwner: string | null;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  outcome: string | null;
+  createdAt: Date;
+  processedAt: Date | null;
+}
+
+export type BusinessTransaction = Transaction<InboxDatabase>;
+
+/**
+ * The store port: everything the pipeline, the workers and the operators need from the database.
+ * Every state change is a single conditional statement, so concurrent callers cannot both win.
+ */
+export interface InboxStore {
+  /** The underlying query builder, for the domain's reads and for operator tooling. */
+  readonly db: Kysely<InboxDatabase>;
+  readonly backend: string;
+
+  /** Applies pending migrations; returns the names applied now. */
+  migrate(): Promise<string[]>;
+
+  /** Inserts the event unless (provider, event_id) exists; returns once the insert is committed. */
+  record(event: VerifiedEvent): Promise<RecordResult>;
+
+  /**
+   * Takes the lease if the event is due: new, failed with its retry time reached, or processing with
+   * an expired lease (takeover). Returns null when someone else holds it or nothing is due.
+   */
+  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null>;
+
+  /**
+   * Runs `work` and marks the event processed in ONE transaction. The lease is checked by the same
+   * transaction just before commit; a lost or expired lease throws LeaseLostError and rolls back.
+   */
+  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string>;
+
+  /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
+  fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;
+
+  /** Ids of events a worker should look at now, oldest due first. */
+  dueEventIds(limit: number): Promise<number[]>;
+
+  eventState(id: number): Promise<EventState | null>;
+  findEvent(provider: string, eventId: string): Promise<EventState | null>;
+
+  close(): Promise<void>;
+}
