@@ -41,14 +41,17 @@ export async function advancePayment(tx: BusinessTransaction, provider: string, 
   let applied = inserted.numInsertedOrUpdatedRows === 1n;
   let enriched = false;
   if (!applied) {
-    const moved = await tx
-      .updateTable('payments')
-      .set({ status: event.state, updated_at: now })
-      .where('provider', '=', provider)
-      .where('payment_id', '=', event.paymentId)
-      .where('status', 'in', statesBefore(event.state))
-      .executeTakeFirst();
-    applied = moved.numUpdatedRows === 1n;
+    const earlier = statesBefore(event.state);
+    if (earlier.length > 0) {
+      const moved = await tx
+        .updateTable('payments')
+        .set({ status: event.state, updated_at: now })
+        .where('provider', '=', provider)
+        .where('payment_id', '=', event.paymentId)
+        .where('status', 'in', earlier)
+        .executeTakeFirst();
+      applied = moved.numUpdatedRows === 1n;
+    }
     enriched = await completeDetails(tx, provider, event, now);
   }
 

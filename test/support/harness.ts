@@ -1,0 +1,103 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { createApp, type InboxOptions } from '../../src/app.js';
+import type { Clock } from '../../src/clock.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { Inbox } from '../../src/inbox.js';
+import type { InboxDatabase } from '../../src/store/schema.js';
+import { TEST_SECRETS, type Delivery } from './signing.js';
+
+/** Real time plus an adjustable offset: tests jump past retry times and leases without sleeping. */
+export class TestClock implements Clock {
+  offsetMs = 0;
+
+  now(): Date {
+    return new Date(Date.now() + this.offsetMs);
+  }
+
+  advance(ms: number): void {
+    this.offsetMs += ms;
+  }
+}
+
+export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DATABASE_URL: databaseUrl,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    SWEEP_INTERVAL_MS: '100',
+    STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
+    RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+    PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+    PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+    ...env,
+  });
+}
+
+export interface Response {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+/** A running inbox listening on a real port, driven over HTTP like a provider would. */
+export class Harness {
+  private constructor(
+    readonly app: FastifyInstance,
+    readonly inbox: Inbox,
+    readonly clock: TestClock,
+    readonly url: string,
+  ) {}
+
+  static async start(databaseUrl: string, env: Record<string, string> = {}, options: InboxOptions = {}): Promise<Harness> {
+    const clock = new TestClock();
+    const { app, inbox } = await createApp(testConfig(databaseUrl, env), { clock, ...options });
+    const address = await app.listen({ host: '127.0.0.1', port: 0 });
+    return new Harness(app, inbox, clock, address);
+  }
+
+  get db(): Kysely<InboxDatabase> {
+    return this.inbox.store.db;
+  }
+
+  async post(delivery: Delivery, path = `/webhooks/${delivery.provider}`): Promise<Response> {
+    return this.request('POST', path, delivery.headers, delivery.body);
+  }
+
+  async request(method: string, path: string, headers: Record<string, string> = {}, body?: string | Buffer): Promise<Response> {
+    const response = await fetch(`${this.url}${path}`, { method, headers, body });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  }
+
+  /** Polls until `check` returns true (or throws after `timeoutMs`). */
+  async waitFor(description: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  async waitUntilProcessed(count: number, timeoutMs?: number): Promise<void> {
+    await this.waitFor(`${count} processed events`, async () => (await this.countRows('webhook_events', 'processed')) >= count, timeoutMs);
+  }
+
+  async countRows(table: keyof InboxDatabase, status?: string): Promise<number> {
+    let query = this.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n'));
+    if (status !== undefined) query = query.where('status', '=', status as never);
+    const row = await query.executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Row counts of every table, for "nothing was written" and "exactly one effect" assertions. */
+  async allCounts(): Promise<Record<keyof InboxDatabase, number>> {
+    const tables: Array<keyof InboxDatabase> = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox'];
+    const counts = await Promise.all(tables.map((table) => this.countRows(table)));
+    return Object.fromEntries(tables.map((table, i) => [table, counts[i]])) as Record<keyof InboxDatabase, number>;
+  }
+
+  async close(): Promise<void> {
+    await this.app.close();
+  }
+}
