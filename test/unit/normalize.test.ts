@@ -172,11 +172,12 @@ describe('payuToCanonical', () => {
     });
   });
 
-  for (const { name, fields, state } of [
+  const cases: Array<{ name: string; fields: Json; state: PaymentState }> = [
     { name: 'failure sample (status failure)', fields: failure, state: 'failed' },
     { name: "status success with unmappedstatus 'auth'", fields: { ...decoded, unmappedstatus: 'auth' }, state: 'authorized' },
     { name: 'status pending', fields: { ...decoded, status: 'pending', unmappedstatus: 'pending' }, state: 'created' },
-  ] satisfies Array<{ name: string; fields: Json; state: PaymentState }>) {
+  ];
+  for (const { name, fields, state } of cases) {
     test(`${name} -> ${state}`, () => {
       const canonical = payuToCanonical({ eventType: `payment.${String(fields.status)}`, payload: fields });
       assert.equal(canonical.kind === 'payment' && canonical.state, state);

@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { DEFAULT_DATABASE_URL, loadConfig } from '../../src/config.js';
+import { ConfigError } from '../../src/errors.js';
+
+type Env = Record<string, string | undefined>;
+
+function configError(env: Env): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail(`loadConfig(${JSON.stringify(env)}) should have thrown a ConfigError`);
+}
+
+describe('loadConfig: defaults and valid values', () => {
+  test('an empty environment gives the documented defaults, with every provider unconfigured', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.databaseUrl, DEFAULT_DATABASE_URL);
+    assert.equal(config.bodyLimitBytes, 1_048_576);
+    assert.equal(config.migrateOnStart, true);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.processing.mode, 'background');
+    assert.equal(config.processing.leaseMs, 30_000);
+    assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
+  });
+
+  test('the Stripe tolerance defaults to 300 s', () => {
+    assert.equal(loadConfig({ STRIPE_WEBHOOK_SECRET: 'whsec_a' }).providers.stripe?.toleranceSeconds, 300);
+  });
+
+  test('comma-separated secrets are split and trimmed', () => {
+    const config = loadConfig({
+      STRIPE_WEBHOOK_SECRET: 'whsec_a, whsec_b',
+      RAZORPAY_WEBHOOK_SECRET: ' rzp_new ,rzp_old,',
+      STRIPE_TOLERANCE_SECONDS: '60',
+    });
+    assert.deepEqual(config.providers.stripe, { secrets: ['whsec_a', 'whsec_b'], toleranceSeconds: 60 });
+    assert.deepEqual(config.providers.razorpay, { secrets: ['rzp_new', 'rzp_old'] });
+  });
+
+  test('PayU is configured when both key and salt are set', () => {
+    const config = loadConfig({ PAYU_MERCHANT_KEY: 'TstK3y', PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' });
+    assert.deepEqual(config.providers.payu, { merchantKey: 'TstK3y', merchantSalt: 'TestSalt0123456789abcdefGHIJKLmn' });
+  });
+});
+
+describe('loadConfig: each invalid value is reported by variable name', () => {
+  for (const { env, variable } of [
+    { env: { PORT: 'abc' }, variable: 'PORT' },
+    { env: { PORT: '70000' }, variable: 'PORT' },
+    { env: { DATABASE_URL: 'postgres://x/y' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'mysql://host:3306' }, variable: 'DATABASE_URL' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a', STRIPE_TOLERANCE_SECONDS: '0' }, variable: 'STRIPE_TOLERANCE_SECONDS' },
+    { env: { PROCESSING_MODE: 'fast' }, variable: 'PROCESSING_MODE' },
+    { env: { LEASE_SECONDS: '-1' }, variable: 'LEASE_SECONDS' },
+    { env: { BODY_LIMIT_BYTES: '10' }, variable: 'BODY_LIMIT_BYTES' },
+    { env: { MIGRATE_ON_START: 'maybe' }, variable: 'MIGRATE_ON_START' },
+    { env: { LOG_LEVEL: 'loud' }, variable: 'LOG_LEVEL' },
+    { env: { STRIPE_WEBHOOK_SECRET: ',,' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a whsec_b' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { RAZORPAY_WEBHOOK_SECRET: 'rzp_new, rzp old' }, variable: 'RAZORPAY_WEBHOOK_SECRET' },
+    { env: { PAYU_MERCHANT_KEY: 'TstK3y' }, variable: 'PAYU_MERCHANT_SALT' },
+    { env: { PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' }, variable: 'PAYU_MERCHANT_KEY' },
+    { env: { RETRY_BASE_SECONDS: '60', RETRY_MAX_SECONDS: '30' }, variable: 'RETRY_MAX_SECONDS' },
+  ]) {
+    test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
+      const error = configError(env);
+      assert.equal(error.problems.length, 1, error.message);
+      assert.ok(error.problems[0]?.includes(variable), error.message);
+      assert.ok(error.message.includes(variable), error.message);
+    });
+  }
+
+  test('several bad variables are all named in one error', () => {
+    const bad = { PORT: 'abc', LOG_LEVEL: 'loud', PROCESSING_MODE: 'fast', MIGRATE_ON_START: 'maybe', DATABASE_URL: 'not a url' };
+    const error = configError(bad);
+    assert.equal(error.problems.length, Object.keys(bad).length, error.message);
+    for (const variable of Object.keys(bad)) {
+      assert.ok(error.problems.some((problem) => problem.startsWith(variable)), `${variable} is named in ${error.message}`);
+    }
+  });
+});
+
+describe('loadConfig: secret values never reach an error message', () => {
+  const CANARY = 'LEAKCANARY';
+  for (const env of [
+    { STRIPE_WEBHOOK_SECRET: `whsec_${CANARY} ${CANARY}` },
+    { STRIPE_WEBHOOK_SECRET: `whsec_${CANARY}`, PORT: 'abc' },
+    { RAZORPAY_WEBHOOK_SECRET: `rzp_${CANARY}, rzp ${CANARY}` },
+    { PAYU_MERCHANT_KEY: `key_${CANARY}` },
+    { PAYU_MERCHANT_SALT: `salt_${CANARY}` },
+    { PAYU_MERCHANT_KEY: 'TstK3y', PAYU_MERCHANT_SALT: `salt ${CANARY}` },
+    { DATABASE_URL: `mysql://app:${CANARY}@db:3306` },
+    { DATABASE_URL: `postgres://app:${CANARY}@db/inbox` },
+  ]) {
+    test(`${Object.keys(env).join(' + ')}: ${JSON.stringify(env)}`, () => {
+      const error = configError(env);
+      assert.ok(!error.message.includes(CANARY), error.message);
+    });
+  }
+});
