@@ -102,7 +102,8 @@ export function loadConfig(env: Env = process.env): Config {
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
   };
-  if (config.processing.retryMaxMs < config.processing.retryBaseMs) {
+  const retryBoundsRead = !problems.some((p) => /^RETRY_(BASE|MAX)_SECONDS /.test(p));
+  if (retryBoundsRead && config.processing.retryMaxMs < config.processing.retryBaseMs) {
     problems.push('RETRY_MAX_SECONDS must be at least RETRY_BASE_SECONDS');
   }
   if (problems.length > 0) throw new ConfigError(problems);

@@ -26,6 +26,7 @@ export interface PaymentEvent {
   state: PaymentState;
   /** In the currency's smallest unit (cents, paise). */
   amountMinor: number | null;
+  /** ISO 4217, upper case (Stripe sends lower case). */
   currency: string | null;
   userId: string | null;
   courseId: string | null;

@@ -9,6 +9,7 @@ export interface RetryPolicy {
  * so retries of many events failing together spread out but never come back immediately.
  */
 export function retryDelayMs(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
-  const exponential = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.max(0, attempt - 1));
+  // The exponent is bounded so a huge attempt count cannot overflow to Infinity (0 * Infinity = NaN).
+  const exponential = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(Math.max(0, attempt - 1), 40));
   return Math.round(exponential / 2 + (random() * exponential) / 2);
 }

@@ -67,6 +67,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { PAYU_MERCHANT_KEY: 'TstK3y' }, variable: 'PAYU_MERCHANT_SALT' },
     { env: { PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' }, variable: 'PAYU_MERCHANT_KEY' },
     { env: { RETRY_BASE_SECONDS: '60', RETRY_MAX_SECONDS: '30' }, variable: 'RETRY_MAX_SECONDS' },
+    // The bounds are compared only once both were read: no second, misleading problem.
+    { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
   ]) {
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
       const error = configError(env);

@@ -32,7 +32,7 @@ const STRIPE_PAYMENT: Omit<PaymentEvent, 'state'> = {
   kind: 'payment',
   paymentId: PI,
   amountMinor: 2000,
-  currency: 'usd',
+  currency: 'USD',
   userId: null,
   courseId: null,
   email: null,
@@ -183,6 +183,11 @@ describe('payuToCanonical', () => {
       assert.equal(canonical.kind === 'payment' && canonical.state, state);
     });
   }
+
+  test('a stored callback without mihpayid -> ignored, never a payment with an empty id', () => {
+    const { mihpayid: _omitted, ...withoutId } = decoded;
+    assertIgnored(payuToCanonical({ eventType: 'payment.success', payload: withoutId }), /no mihpayid/);
+  });
 
   test('an unknown status -> ignored', () => {
     assertIgnored(payuToCanonical({ eventType: 'payment.refund', payload: { ...decoded, status: 'refund' } }), /no business meaning/);

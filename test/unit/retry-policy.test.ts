@@ -33,6 +33,12 @@ describe('retryDelayMs (exponential backoff, equal jitter)', () => {
     });
   }
 
+  test('a zero base delay stays 0 for any attempt count (no 0 * Infinity)', () => {
+    for (const attempt of [1, 1024, 1100, 100_000]) {
+      assert.equal(retryDelayMs(attempt, { maxAttempts: 10, baseMs: 0, maxMs: 1000 }, LOWEST), 0);
+    }
+  });
+
   test('never below half nor above the full capped delay, whatever the random value', () => {
     for (let attempt = 1; attempt <= 12; attempt++) {
       for (const random of [0, 0.1, 0.25, 0.5, 0.75, 0.999999]) {

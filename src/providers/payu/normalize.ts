@@ -29,6 +29,7 @@ export const payuToCanonical: Normalizer = ({ payload }) => {
   const field = (name: string): string => (typeof payload[name] === 'string' ? (payload[name] as string).trim() : '');
   const state = stateOf(field('status').toLowerCase(), field('unmappedstatus').toLowerCase());
   if (state === null) return ignored(`no business meaning: payu status "${field('status')}"`);
+  if (field('mihpayid') === '') return ignored('payu callback carries no mihpayid');
   return {
     kind: 'payment',
     paymentId: field('mihpayid'),

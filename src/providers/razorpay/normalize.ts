@@ -28,7 +28,7 @@ export const razorpayToCanonical: Normalizer = ({ eventType, payload }) => {
     paymentId,
     state,
     amountMinor: amount,
-    currency: stringAt(payment, 'currency'),
+    currency: stringAt(payment, 'currency')?.toUpperCase() ?? null,
     // notes is an object when filled and [] when empty.
     userId: metadataString(path(payment, 'notes', 'user_id')),
     courseId: metadataString(path(payment, 'notes', 'course_id')),

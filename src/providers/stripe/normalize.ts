@@ -19,7 +19,7 @@ export const stripeToCanonical: Normalizer = ({ eventType, payload }) => {
     paymentId,
     state,
     amountMinor: integerAt(object, 'amount') ?? integerAt(object, 'amount_total'),
-    currency: stringAt(object, 'currency'),
+    currency: stringAt(object, 'currency')?.toUpperCase() ?? null,
     userId: metadataString(path(object, 'metadata', 'user_id')),
     courseId: metadataString(path(object, 'metadata', 'course_id')),
     email:
