@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../store/open-store.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
@@ -67,6 +67,8 @@ function configOrExit(): Config {
 }
 
 program.parseAsync().catch((error: unknown) => {
-  console.error(`webhook-inbox: ${error instanceof Error ? error.message : String(error)}`);
+  const message = error instanceof Error ? error.message : String(error);
+  const hint = error instanceof StoreUnavailableError ? ' (check DATABASE_URL and that the server is running)' : '';
+  console.error(`webhook-inbox: ${message}${hint}`);
   process.exit(1);
 });

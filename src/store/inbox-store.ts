@@ -24,6 +24,10 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   async migrate(): Promise<string[]> {
+    return this.guard(() => this.applyMigrations());
+  }
+
+  private async applyMigrations(): Promise<string[]> {
     await this.dialect.ensureDatabase(this.url);
     const migrator = new Migrator({
       db: this.db,

@@ -30,6 +30,7 @@ const CASES: Array<{ name: string; status: number; error: string; request: () =>
   { name: 'PayU: no hash field', status: 401, error: 'invalid_signature', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(payuFields).toString() }) },
   { name: 'PayU: text/plain body', status: 415, error: 'unsupported_media_type', request: () => ({ ...payuDelivery(payuFields), headers: { 'content-type': 'text/plain' } }) },
   { name: 'PayU: malformed JSON', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/json' }, body: '{"mihpayid":' }) },
+  { name: 'PayU: form body that is not UTF-8', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x6b, 0x65, 0x79, 0x3d, 0xff, 0xfe]) }) },
   { name: 'PayU: signed but no mihpayid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, mihpayid: '  ' }) },
   { name: 'oversized body (2 MiB)', status: 413, error: 'payload_too_large', request: () => ({ ...validStripe(), body: `{"id":"evt_big","pad":"${'x'.repeat(2 * 1024 * 1024)}"}` }) },
   { name: 'unknown provider', status: 404, error: 'unknown_provider', request: () => ({ ...validStripe(), path: '/webhooks/paypal' }) },
@@ -103,5 +104,22 @@ describe('a provider without secrets fails closed', { skip: 'skip' in databases.
     assert.match(String(payu.body.message), /PAYU_MERCHANT_KEY and PAYU_MERCHANT_SALT/);
     assert.equal(await harness.countRows('webhook_events'), 0);
     assert.equal((await harness.post(validStripe())).status, 200);
+  });
+});
+
+describe('an unreachable database', () => {
+  test('answers 503 store_unavailable with Retry-After, fast, so the provider retries', async () => {
+    // Port 1 refuses connections: the insert cannot commit, so the delivery must not be acknowledged.
+    const harness = await Harness.start('mysql://root@127.0.0.1:1/wi_unreachable', { MIGRATE_ON_START: 'false' });
+    try {
+      const started = performance.now();
+      const response = await fetch(`${harness.url}/webhooks/stripe`, { method: 'POST', headers: validStripe().headers, body: validStripe().body });
+      assert.equal(response.status, 503);
+      assert.equal(response.headers.get('retry-after'), '5');
+      assert.equal(((await response.json()) as { error: string }).error, 'store_unavailable');
+      assert.ok(performance.now() - started < 5000, 'answered without hanging');
+    } finally {
+      await harness.close();
+    }
   });
 });

@@ -14,17 +14,22 @@ export const TEST_SECRETS = {
 export interface Delivery {
   provider: 'stripe' | 'razorpay' | 'payu';
   headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+/** What the signers produce: a text body. */
+export interface SignedDelivery extends Delivery {
   body: string;
 }
 
-export function stripeDelivery(event: object | string, options: { secret?: string; timestamp?: number } = {}): Delivery {
+export function stripeDelivery(event: object | string, options: { secret?: string; timestamp?: number } = {}): SignedDelivery {
   const body = typeof event === 'string' ? event : JSON.stringify(event);
   const t = options.timestamp ?? Math.floor(Date.now() / 1000);
   const v1 = createHmac('sha256', options.secret ?? TEST_SECRETS.stripe).update(`${t}.${body}`).digest('hex');
   return { provider: 'stripe', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${v1}` }, body };
 }
 
-export function razorpayDelivery(event: object | string, eventId: string, options: { secret?: string } = {}): Delivery {
+export function razorpayDelivery(event: object | string, eventId: string, options: { secret?: string } = {}): SignedDelivery {
   const body = typeof event === 'string' ? event : JSON.stringify(event);
   const signature = createHmac('sha256', options.secret ?? TEST_SECRETS.razorpay).update(body).digest('hex');
   return {
@@ -35,7 +40,7 @@ export function razorpayDelivery(event: object | string, eventId: string, option
 }
 
 /** Builds a PayU form post from fields, adding the reverse hash (SALT|status||||||udf5..udf1|...|key). */
-export function payuDelivery(fields: Record<string, string>): Delivery {
+export function payuDelivery(fields: Record<string, string>): SignedDelivery {
   const f = (name: string) => fields[name] ?? '';
   const hashed = [TEST_SECRETS.payuSalt, f('status'), '', '', '', '', '', f('udf5'), f('udf4'), f('udf3'), f('udf2'), f('udf1'), f('email'), f('firstname'), f('productinfo'), f('amount'), f('txnid'), TEST_SECRETS.payuKey];
   if ('additionalCharges' in fields) hashed.unshift(f('additionalCharges'));
