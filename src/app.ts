@@ -24,7 +24,7 @@ export interface InboxOptions {
   apply?: EventApplier;
 }
 
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
+function createLogger(config: Pick<Config, 'logLevel'>): Logger {
   return pino({ level: config.logLevel });
 }
 

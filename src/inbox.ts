@@ -83,8 +83,4 @@ export class Inbox {
     if (!drained) this.logger.warn('shutdown timeout: in-flight events keep their lease and will be taken over');
     await this.store.close();
   }
-
-  get pendingInProcess(): number {
-    return this.pool.pending;
-  }
 }

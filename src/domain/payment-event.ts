@@ -11,13 +11,9 @@ export type PaymentState = 'created' | 'failed' | 'authorized' | 'captured' | 'r
  */
 export const PAYMENT_STATE_ORDER: readonly PaymentState[] = ['created', 'failed', 'authorized', 'captured', 'refunded'];
 
-export function stateRank(state: PaymentState): number {
-  return PAYMENT_STATE_ORDER.indexOf(state);
-}
-
 /** States a payment may move out of to reach `target`. */
 export function statesBefore(target: PaymentState): PaymentState[] {
-  return PAYMENT_STATE_ORDER.slice(0, stateRank(target));
+  return PAYMENT_STATE_ORDER.slice(0, PAYMENT_STATE_ORDER.indexOf(target));
 }
 
 export interface PaymentEvent {

@@ -29,10 +29,6 @@ export class WorkerPool {
     return true;
   }
 
-  get pending(): number {
-    return this.waiting.length + this.active;
-  }
-
   /** Stops taking ids, drops the ones not started, and waits for in-flight work up to `timeoutMs`. */
   async stop(timeoutMs: number): Promise<boolean> {
     this.accepting = false;

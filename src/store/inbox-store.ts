@@ -106,8 +106,8 @@ export class KyselyInboxStore implements InboxStore {
           provider: row.provider as ProviderName,
           eventId: row.event_id,
           eventType: row.event_type,
-          payload: parseJson(row.payload),
-          headers: parseJson(row.headers) as Record<string, string>,
+          payload: JSON.parse(row.payload) as unknown,
+          headers: JSON.parse(row.headers) as Record<string, string>,
           attempts: row.attempts,
           createdAt: fromDbTime(row.created_at),
         },
@@ -197,10 +197,6 @@ export class KyselyInboxStore implements InboxStore {
     }
     return error;
   }
-}
-
-function parseJson(text: string): unknown {
-  return JSON.parse(text);
 }
 
 function toEventState(row: Selectable<WebhookEventsTable>): EventState {
