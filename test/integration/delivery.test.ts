@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Harness } from '../support/harness.js';
-import { samples } from '../support/payloads.js';
+import { samples } from '../support/fixtures.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../support/signing.js';
 
 const database = await createTestDatabase();

@@ -4,7 +4,7 @@ import { PAYMENT_STATE_ORDER, statesBefore, type CanonicalEvent, type PaymentEve
 import { payuToCanonical } from '../../src/providers/payu/normalize.js';
 import { razorpayToCanonical } from '../../src/providers/razorpay/normalize.js';
 import { stripeToCanonical } from '../../src/providers/stripe/normalize.js';
-import { payload, payloadJson } from '../support/vectors.js';
+import { payload, payloadJson } from '../support/fixtures.js';
 
 type Json = Record<string, unknown>;
 

@@ -7,7 +7,7 @@ import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../.
 import type { VerifiedEvent } from '../../src/providers/provider.js';
 import { rupeesToPaise } from '../../src/providers/payu/normalize.js';
 import { createPayuVerifier } from '../../src/providers/payu/verify.js';
-import { PAYLOADS_DIR, payload, payloadJson } from '../support/vectors.js';
+import { PAYLOADS_DIR, payload, payloadJson } from '../support/fixtures.js';
 
 /** The made-up test credentials the constructed PayU samples were signed with (payloads/README.md). */
 const KEY = 'TstK3y';

@@ -6,7 +6,7 @@ import { createPayuVerifier, payuReverseHash } from '../../src/providers/payu/ve
 import type { RawDelivery, VerifiedEvent, Verifier } from '../../src/providers/provider.js';
 import { createRazorpayVerifier } from '../../src/providers/razorpay/verify.js';
 import { createStripeVerifier } from '../../src/providers/stripe/verify.js';
-import { loadVectors, nodeHeaders, vectorBody, type SignatureVector } from '../support/vectors.js';
+import { loadVectors, nodeHeaders, vectorBody, type SignatureVector } from '../support/fixtures.js';
 
 /**
  * The shared signature vectors: `expectedValid` is the official SDK's verdict (stripe-node,

@@ -1,11 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * Loads the shared provider fixtures (/work/shared/providers): the signature vectors produced by the
- * official SDKs and the sample payloads. Paths are resolved from this file, not from the cwd.
+ * The provider fixtures, copied from the team's shared/providers (see payloads/README.md for their
+ * provenance): the signature vectors produced by the official SDKs and the sample payloads.
  */
-export const PROVIDERS_DIR = path.resolve(import.meta.dirname, '../../../shared/providers');
+export const PROVIDERS_DIR = path.resolve(import.meta.dirname, '../fixtures/providers');
 export const PAYLOADS_DIR = path.join(PROVIDERS_DIR, 'payloads');
 
 interface VectorBase {
@@ -61,4 +61,13 @@ export function payload(provider: string, file: string): Buffer {
 
 export function payloadJson(provider: string, file: string): Record<string, unknown> {
   return JSON.parse(payload(provider, file).toString('utf8')) as Record<string, unknown>;
+}
+
+/** Every sample of a provider whose name ends with `suffix`, except the partial ones. */
+export function samples(provider: 'stripe' | 'razorpay' | 'payu', suffix: string): Array<{ name: string; text: string }> {
+  const dir = path.join(PAYLOADS_DIR, provider);
+  return readdirSync(dir)
+    .filter((name) => name.endsWith(suffix) && !name.includes('PARTIAL'))
+    .sort()
+    .map((name) => ({ name, text: readFileSync(path.join(dir, name), 'utf8') }));
 }
