@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { resolve } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { createConnection } from 'mysql2/promise';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
+
+const database = await createTestDatabase();
+const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
+
+function run(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return Object.assign(child, { output: () => output });
+}
+
+async function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null) return child.exitCode;
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code;
+}
+
+/** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
+async function serve(env: Record<string, string>) {
+  const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(child.output());
+    if (listening) return { child, url: listening[1]! };
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${child.output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('the webhook-inbox command', { skip: 'skip' in database && database.skip }, () => {
+  const db = database as TestDatabase;
+  after(async () => {
+    await db.drop?.();
+  });
+
+  test('migrate applies the versioned migrations once', async () => {
+    const first = run(['migrate'], { DATABASE_URL: db.url });
+    assert.equal(await exitOf(first), 0, first.output());
+    assert.match(first.output(), /applied: 0001_webhook_events, 0002_course_platform/);
+    const second = run(['migrate'], { DATABASE_URL: db.url });
+    assert.equal(await exitOf(second), 0);
+    assert.match(second.output(), /database is up to date/);
+  });
+
+  test('serve refuses an invalid configuration, naming each bad variable', async () => {
+    const child = run(['serve'], { DATABASE_URL: db.url, PORT: 'eighty', PROCESSING_MODE: 'turbo' });
+    assert.equal(await exitOf(child), 2);
+    assert.match(child.output(), /PORT must be an integer/);
+    assert.match(child.output(), /PROCESSING_MODE must be one of background, inline/);
+  });
+
+  test('serve receives and processes; SIGTERM exits cleanly; a restart does not process again', async () => {
+    const delivery = stripeDelivery(stripePaymentEvent('evt_cli_1', 'payment_intent.succeeded', 'pi_cli_1', { userId: 'u_cli', courseId: 'c_cli' }));
+    const first = await serve({ DATABASE_URL: db.url });
+    const response = await fetch(`${first.url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+    assert.equal(response.status, 200);
+
+    const sql = await createConnection({ uri: db.url });
+    try {
+      const deadline = Date.now() + 10_000;
+      let status = '';
+      while (status !== 'processed' && Date.now() < deadline) {
+        const [rows] = await sql.query("SELECT status FROM webhook_events WHERE event_id = 'evt_cli_1'");
+        status = (rows as Array<{ status: string }>)[0]?.status ?? '';
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(status, 'processed');
+
+      first.child.kill('SIGTERM');
+      assert.equal(await exitOf(first.child), 0, first.child.output());
+
+      const second = await serve({ DATABASE_URL: db.url });
+      const again = await fetch(`${second.url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+      assert.equal(again.status, 200);
+      assert.equal(((await again.json()) as { outcome: string }).outcome, 'duplicate');
+      await new Promise((r) => setTimeout(r, 1500));
+      second.child.kill('SIGTERM');
+      assert.equal(await exitOf(second.child), 0);
+
+      const [events] = await sql.query("SELECT attempts FROM webhook_events WHERE event_id = 'evt_cli_1'");
+      assert.deepEqual(events, [{ attempts: 1 }], 'processed once across the restart');
+      const [orders] = await sql.query("SELECT COUNT(*) AS n FROM orders WHERE payment_id = 'pi_cli_1'");
+      assert.deepEqual(orders, [{ n: 1 }]);
+    } finally {
+      await sql.end();
+    }
+  });
+});
