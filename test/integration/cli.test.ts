@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createConnection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 const database = await createTestDatabase();
@@ -27,13 +28,12 @@ async function exitOf(child: ChildProcess): Promise<number | null> {
 /** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
 async function serve(env: Record<string, string>) {
   const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env });
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const listening = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(child.output());
-    if (listening) return { child, url: listening[1]! };
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`serve did not start:\n${child.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const listening = () => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(child.output());
+  await waitFor('serve to listen', () => {
+    if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
+    return listening() !== null;
+  }, 20_000);
+  return { child, url: listening()![1]! };
 }
 
 describe('the webhook-inbox command', { skip: 'skip' in database && database.skip }, () => {
@@ -66,14 +66,10 @@ describe('the webhook-inbox command', { skip: 'skip' in database && database.ski
 
     const sql = await createConnection({ uri: db.url });
     try {
-      const deadline = Date.now() + 10_000;
-      let status = '';
-      while (status !== 'processed' && Date.now() < deadline) {
+      await waitFor('evt_cli_1 processed', async () => {
         const [rows] = await sql.query("SELECT status FROM webhook_events WHERE event_id = 'evt_cli_1'");
-        status = (rows as Array<{ status: string }>)[0]?.status ?? '';
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(status, 'processed');
+        return (rows as Array<{ status: string }>)[0]?.status === 'processed';
+      });
 
       first.child.kill('SIGTERM');
       assert.equal(await exitOf(first.child), 0, first.child.output());

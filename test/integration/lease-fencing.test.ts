@@ -8,7 +8,7 @@ import { Processor, type ProcessResult } from '../../src/processing/processor.js
 import { createStripeVerifier } from '../../src/providers/stripe/verify.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { TestClock, testConfig } from '../support/harness.js';
+import { TestClock, testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 const database = await createTestDatabase();
@@ -71,14 +71,6 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
     return (await inbox.store.record(verified)).id;
   }
 
-  async function until(description: string, check: () => boolean | Promise<boolean>): Promise<void> {
-    const deadline = Date.now() + 10_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out: ${description}`);
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-
   async function effects(name: string) {
     const count = async (table: 'orders' | 'enrollments' | 'payments') =>
       (await inbox.store.db.selectFrom(table).select('id').where('payment_id', '=', `pi_${name}`).execute()).length;
@@ -94,13 +86,13 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
       stall = current;
 
       const workerA: Promise<ProcessResult> = inbox.processor.process(id);
-      await until('worker A stalls inside its transaction', () => current.reached);
+      await waitFor('worker A stalls inside its transaction', () => current.reached);
       clock.advance(LEASE_MS + 500);
 
       const workerBResult = workerB().process(id);
       // Worker B owns the event now. Its writes may wait on A's row locks (after-writes), so A is
       // released once B's claim is visible; A must then find its lease gone and roll back.
-      await until('worker B claimed the event', async () => (await inbox.store.eventState(id))?.leaseOwner === 'worker-b');
+      await waitFor('worker B claimed the event', async () => (await inbox.store.eventState(id))?.leaseOwner === 'worker-b');
       current.gate.open();
 
       const [a, b] = await Promise.all([workerA, workerBResult]);
@@ -121,7 +113,7 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
     stall = current;
 
     const workerA = inbox.processor.process(id);
-    await until('worker A stalls', () => current.reached);
+    await waitFor('worker A stalls', () => current.reached);
     clock.advance(LEASE_MS + 500);
     current.gate.open();
     assert.deepEqual(await workerA, { result: 'lease_lost' });

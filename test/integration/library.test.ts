@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type PaymentHandlers } from '../../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { testConfig } from '../support/harness.js';
+import { testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const database = await createTestDatabase();
@@ -55,13 +55,12 @@ describe('embedding the inbox in another fastify service', { skip: 'skip' in dat
   }
 
   async function eventProcessedOrFailed(eventId: string) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
+    const finished = async () => {
       const state = await inbox.store.findEvent('stripe', eventId);
-      if (state?.status === 'processed' || state?.status === 'failed') return state;
-      if (Date.now() > deadline) throw new Error(`${eventId} not processed`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+      return state?.status === 'processed' || state?.status === 'failed' ? state : null;
+    };
+    await waitFor(`${eventId} processed or failed`, async () => (await finished()) !== null);
+    return (await finished())!;
   }
 
   test('routes mount under a prefix and run the host handlers in the processing transaction', async () => {

@@ -20,6 +20,15 @@ export class TestClock implements Clock {
   }
 }
 
+/** Polls until `check` returns true; throws after `timeoutMs` naming what it waited for. */
+export async function waitFor(description: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
   return loadConfig({
     DATABASE_URL: databaseUrl,
@@ -70,13 +79,8 @@ export class Harness {
     return { status: response.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
   }
 
-  /** Polls until `check` returns true (or throws after `timeoutMs`). */
-  async waitFor(description: string, check: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${description}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+  waitFor(description: string, check: () => Promise<boolean>, timeoutMs?: number): Promise<void> {
+    return waitFor(description, check, timeoutMs);
   }
 
   async waitUntilProcessed(count: number, timeoutMs?: number): Promise<void> {
