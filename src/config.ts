@@ -76,6 +76,13 @@ export function loadConfig(env: Env = process.env): Config {
     hint: 'Stripe signs every retry afresh; 0 would turn off replay protection',
   });
   const payu = readPayu(read);
+  const problemsBeforeRetry = problems.length;
+  const retryBaseMs = Math.round(read.number('RETRY_BASE_SECONDS', 10, { min: 0, max: 86_400 }) * 1000);
+  const retryMaxMs = Math.round(read.number('RETRY_MAX_SECONDS', 3600, { min: 0, max: 7 * 86_400 }) * 1000);
+  // Compared only when both were read: a bad value is reported once, not again as a bad pair.
+  if (problems.length === problemsBeforeRetry && retryMaxMs < retryBaseMs) {
+    problems.push('RETRY_MAX_SECONDS must be at least RETRY_BASE_SECONDS');
+  }
 
   const config: Config = {
     host: read.string('HOST', '0.0.0.0'),
@@ -96,16 +103,12 @@ export function loadConfig(env: Env = process.env): Config {
       leaseMs: Math.round(read.number('LEASE_SECONDS', 30, { min: 0.1, max: 3600 }) * 1000),
       concurrency: read.integer('WORKER_CONCURRENCY', 4, { min: 1, max: 256 }),
       maxAttempts: read.integer('MAX_ATTEMPTS', 10, { min: 1, max: 1000 }),
-      retryBaseMs: Math.round(read.number('RETRY_BASE_SECONDS', 10, { min: 0, max: 86_400 }) * 1000),
-      retryMaxMs: Math.round(read.number('RETRY_MAX_SECONDS', 3600, { min: 0, max: 7 * 86_400 }) * 1000),
+      retryBaseMs,
+      retryMaxMs,
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
   };
-  const retryBoundsRead = !problems.some((p) => /^RETRY_(BASE|MAX)_SECONDS /.test(p));
-  if (retryBoundsRead && config.processing.retryMaxMs < config.processing.retryBaseMs) {
-    problems.push('RETRY_MAX_SECONDS must be at least RETRY_BASE_SECONDS');
-  }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }
