@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import type { PaymentHandlers } from '../../src/domain/handlers.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { Harness } from '../support/harness.js';
+import { Harness, paymentEffects } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const databases = { background: await createTestDatabase(), inline: await createTestDatabase() };
@@ -25,15 +25,6 @@ function countingHandlers() {
     ],
   };
   return { counter, handlers };
-}
-
-async function effectsOf(harness: Harness, paymentId: string) {
-  const [orders, enrollments, receipts] = await Promise.all([
-    harness.db.selectFrom('orders').selectAll().where('payment_id', '=', paymentId).execute(),
-    harness.db.selectFrom('enrollments').selectAll().where('payment_id', '=', paymentId).execute(),
-    harness.db.selectFrom('outbox').selectAll().where('idempotency_key', '=', `receipt:stripe:${paymentId}`).execute(),
-  ]);
-  return { orders: orders.length, enrollments: enrollments.length, receipts: receipts.length };
 }
 
 for (const mode of ['background', 'inline'] as const) {
@@ -71,7 +62,7 @@ for (const mode of ['background', 'inline'] as const) {
       const state = await servers[0]!.inbox.store.findEvent('stripe', `evt_storm_${mode}`);
       assert.equal(state?.attempts, 1, 'claimed exactly once');
       assert.equal(counter.captured, 1, 'capture effects ran once');
-      assert.deepEqual(await effectsOf(servers[0]!, paymentId), { orders: 1, enrollments: 1, receipts: 1 });
+      assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
       assert.equal(await servers[0]!.countRows('webhook_events'), 1);
       console.log(`${mode}: 50 concurrent duplicates answered in ${elapsed.toFixed(0)} ms`);
     });
@@ -89,7 +80,7 @@ for (const mode of ['background', 'inline'] as const) {
         const states = await Promise.all([`evt_pi_${mode}`, `evt_ch_${mode}`].map((id) => servers[0]!.inbox.store.findEvent('stripe', id)));
         return states.every((s) => s?.status === 'processed');
       });
-      assert.deepEqual(await effectsOf(servers[0]!, paymentId), { orders: 1, enrollments: 1, receipts: 1 });
+      assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
       const outcomes = await servers[0]!.db.selectFrom('webhook_events').select('outcome').where('event_id', 'in', [`evt_pi_${mode}`, `evt_ch_${mode}`]).execute();
       assert.deepEqual(outcomes.map((o) => o.outcome).sort(), [`applied: payment ${paymentId} captured`, 'ignored: payment already captured']);
     });
@@ -108,7 +99,7 @@ for (const mode of ['background', 'inline'] as const) {
       assert.equal(failed?.attempts, 1);
       assert.match(failed?.lastError ?? '', /fulfilment backend down/);
       assert.ok(failed!.nextAttemptAt! > new Date(Date.now() + 60_000), 'backoff scheduled the retry minutes ahead');
-      assert.deepEqual(await effectsOf(servers[0]!, paymentId), { orders: 0, enrollments: 0, receipts: 0 }, 'the failed attempt rolled back');
+      assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 0, orders: 0, enrollments: 0, receipts: 0 }, 'the failed attempt rolled back');
 
       for (const server of servers) server.clock.advance(3_600_000);
       // Stripe signs every retry afresh, with the (now later) current time.
@@ -123,7 +114,7 @@ for (const mode of ['background', 'inline'] as const) {
       assert.equal(done?.attempts, 2, 'one failed attempt, one successful: no double claim');
       assert.equal(done?.lastError, null);
       assert.equal(counter.captured - capturedBefore, 1);
-      assert.deepEqual(await effectsOf(servers[0]!, paymentId), { orders: 1, enrollments: 1, receipts: 1 });
+      assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
     });
   });
 }

@@ -8,7 +8,7 @@ import { Processor, type ProcessResult } from '../../src/processing/processor.js
 import { createStripeVerifier } from '../../src/providers/stripe/verify.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
-import { TestClock, testConfig, waitFor } from '../support/harness.js';
+import { paymentEffects, TestClock, testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 const database = await createTestDatabase();
@@ -71,13 +71,6 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
     return (await inbox.store.record(verified)).id;
   }
 
-  async function effects(name: string) {
-    const count = async (table: 'orders' | 'enrollments' | 'payments') =>
-      (await inbox.store.db.selectFrom(table).select('id').where('payment_id', '=', `pi_${name}`).execute()).length;
-    const receipts = await inbox.store.db.selectFrom('outbox').select('id').where('idempotency_key', '=', `receipt:stripe:pi_${name}`).execute();
-    return { payments: await count('payments'), orders: await count('orders'), enrollments: await count('enrollments'), receipts: receipts.length };
-  }
-
   for (const at of ['before-writes', 'after-writes'] as const) {
     test(`a worker stalled past its lease (${at}) is taken over; its late commit is refused`, async () => {
       const name = `stall_${at.replace('-', '_')}`;
@@ -102,7 +95,7 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
       assert.equal(state?.status, 'processed');
       assert.equal(state?.leaseOwner, 'worker-b');
       assert.equal(state?.attempts, 2);
-      assert.deepEqual(await effects(name), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+      assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
     });
   }
 
@@ -117,12 +110,12 @@ describe('lease takeover and fencing', { skip: 'skip' in database && database.sk
     clock.advance(LEASE_MS + 500);
     current.gate.open();
     assert.deepEqual(await workerA, { result: 'lease_lost' });
-    assert.deepEqual(await effects(name), { payments: 0, orders: 0, enrollments: 0, receipts: 0 }, 'the expired worker rolled back');
+    assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 0, orders: 0, enrollments: 0, receipts: 0 }, 'the expired worker rolled back');
     assert.equal((await inbox.store.eventState(id))?.status, 'processing');
     assert.ok((await inbox.store.dueEventIds(100)).includes(id), 'an expired lease makes the event due for the sweeper');
 
     assert.equal((await workerB().process(id)).result, 'processed');
-    assert.deepEqual(await effects(name), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+    assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
   });
 
   test('a live lease cannot be claimed by another worker', async () => {
