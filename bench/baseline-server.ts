@@ -1,0 +1,46 @@
+import { createServer } from 'node:http';
+import { createPool } from 'mysql2/promise';
+import { InboxError } from '../src/errors.js';
+import { ProviderRegistry } from '../src/providers/registry.js';
+import { toDbTime } from '../src/store/schema.js';
+import { TEST_SECRETS } from '../test/support/signing.js';
+
+/**
+ * The floor of a durable acknowledgement: node:http, the same signature check as the service, ONE
+ * autocommit INSERT IGNORE of the verified event into the same webhook_events table (same indexes),
+ * then 200. No framework, no logging, no processing. Every webhook-inbox figure is quoted against it.
+ *
+ * Run as a process: BENCH_DATABASE_URL names the migrated database, DB_POOL_SIZE the connections
+ * (the service's default, 10), PORT where to listen.
+ */
+const providers = new ProviderRegistry({
+  stripe: { secrets: [TEST_SECRETS.stripe], toleranceSeconds: 300 },
+  razorpay: { secrets: [TEST_SECRETS.razorpay] },
+  payu: { merchantKey: TEST_SECRETS.payuKey, merchantSalt: TEST_SECRETS.payuSalt },
+});
+const pool = createPool({ uri: process.env.BENCH_DATABASE_URL, connectionLimit: Number(process.env.DB_POOL_SIZE ?? 10), charset: 'utf8mb4' });
+
+const INSERT = `INSERT IGNORE INTO webhook_events
+  (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)
+  VALUES (?, ?, ?, ?, ?, 'received', 0, ?, ?)`;
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const answer = (status: number, body: string) => res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    try {
+      const event = providers.verifier(req.url!.slice('/webhooks/'.length)).verify({ headers: req.headers, body: Buffer.concat(chunks), receivedAt: new Date() });
+      const now = toDbTime(new Date());
+      pool.execute(INSERT, [event.provider, event.eventId, event.eventType, event.payload, JSON.stringify(event.headers), now, now]).then(
+        () => answer(200, '{"received":true}'),
+        () => answer(503, '{"error":"store_unavailable"}'),
+      );
+    } catch (error) {
+      answer(error instanceof InboxError ? error.statusCode : 500, '{"error":"rejected"}');
+    }
+  });
+});
+
+server.listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => void pool.end().finally(() => process.exit(0)));

@@ -1,0 +1,117 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { createConnection } from 'mysql2/promise';
+import { systemClock } from '../src/clock.js';
+import { openStore } from '../src/store/open-store.js';
+import { fromDbTime, toDbTime } from '../src/store/schema.js';
+import type { InboxStore } from '../src/store/store.js';
+import { percentiles, round, type Percentiles } from './stats.js';
+
+/** A database of the bench's own, migrated with the service's migrations and dropped afterwards. */
+export interface BenchDatabase {
+  url: string;
+  store: InboxStore;
+  drop(): Promise<void>;
+}
+
+export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServerUrl: string, workDir: string): Promise<BenchDatabase> {
+  const name = `wi_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const url = store === 'mysql' ? `${mysqlServerUrl.replace(/\/$/, '')}/${name}` : `sqlite:${join(workDir, `${name}.db`)}`;
+  const opened = openStore(url, { poolSize: 2, clock: systemClock });
+  await opened.migrate();
+  return {
+    url,
+    store: opened,
+    async drop() {
+      await opened.close();
+      if (store !== 'mysql') return;
+      const connection = await createConnection({ uri: mysqlServerUrl });
+      await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+      await connection.end();
+    },
+  };
+}
+
+export interface ProcessingStats {
+  /** Distinct events first recorded during the load window. */
+  newEvents: number;
+  newPerSec: number;
+  /** Events marked processed during the load window. */
+  processedPerSec: number;
+  /** processed/s over new events/s: 1 means processing kept pace with recording. */
+  keepUp: number;
+  /** received -> processed, for the events recorded in the window. */
+  lagMs: Percentiles;
+  /** Events of the window still not processed when the drain wait ended. */
+  unprocessed: number;
+}
+
+/** Waits until every event recorded so far is processed (or failed), up to `timeoutMs`. */
+export async function drain(store: InboxStore, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const pending = await store.db
+      .selectFrom('webhook_events')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('status', 'in', ['received', 'processing'])
+      .executeTakeFirstOrThrow();
+    if (Number(pending.n) === 0) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** Processing throughput and lag of the events recorded between `startedAt` and `finishedAt`. */
+export async function processingStats(store: InboxStore, startedAt: number, finishedAt: number): Promise<ProcessingStats> {
+  const from = toDbTime(new Date(startedAt));
+  const to = toDbTime(new Date(finishedAt));
+  const seconds = (finishedAt - startedAt) / 1000;
+  const rows = await store.db.selectFrom('webhook_events').select(['created_at', 'processed_at']).where('created_at', '>=', from).where('created_at', '<=', to).execute();
+  const processed = await store.db
+    .selectFrom('webhook_events')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('processed_at', '>=', from)
+    .where('processed_at', '<=', to)
+    .executeTakeFirstOrThrow();
+  const lags = rows.filter((r) => r.processed_at !== null).map((r) => fromDbTime(r.processed_at!).getTime() - fromDbTime(r.created_at).getTime());
+  const processedPerSec = Number(processed.n) / seconds;
+  const newPerSec = rows.length / seconds;
+  return {
+    newEvents: rows.length,
+    newPerSec: round(newPerSec),
+    processedPerSec: round(processedPerSec),
+    keepUp: rows.length === 0 ? 1 : round(processedPerSec / newPerSec, 3),
+    lagMs: percentiles(lags),
+    unprocessed: rows.length - lags.length,
+  };
+}
+
+const FILL_CHUNK = 250_000;
+
+/**
+ * Adds `rows` processed events of history to webhook_events, fast: INSERT ... SELECT from a generated
+ * sequence in chunks (MariaDB's seq_1_to_N tables, SQLite's recursive CTE). Event ids are random, as
+ * providers' are, so live inserts land all over the unique index. History payloads are ~0.5 KB
+ * (live ones 1-5 KB): the index depth, not the heap size, is what the growth run is about.
+ */
+export async function fillHistory(database: BenchDatabase, rows: number, offset: number): Promise<void> {
+  const db = database.store.db;
+  const filler = `'{"id":"evt_history","object":"event","type":"payment_intent.succeeded","data":{"object":{"object":"payment_intent","amount":4900,"currency":"usd","status":"succeeded","metadata":{"user_id":"user_1","course_id":"course_1"},"description":"history row written by the bench fill to grow the table before a growth run; live deliveries are larger"}}}'`;
+  for (let done = 0; done < rows; done += FILL_CHUNK) {
+    const from = offset + done + 1;
+    const to = offset + Math.min(rows, done + FILL_CHUNK);
+    if (database.store.backend === 'mysql') {
+      await sql`INSERT INTO webhook_events (provider, event_id, event_type, payload, headers, status, attempts, outcome, created_at, processed_at)
+        SELECT 'stripe', CONCAT('evt_', MD5(seq)), 'payment_intent.succeeded', ${sql.raw(filler)}, '{}', 'processed', 1, 'applied: history',
+               NOW(3) - INTERVAL (90 * 86400 - seq / 100) SECOND, NOW(3) - INTERVAL (90 * 86400 - seq / 100) SECOND
+        FROM ${sql.raw(`seq_${from}_to_${to}`)}`.execute(db);
+    } else {
+      await sql`WITH RECURSIVE seq(n) AS (SELECT ${from} UNION ALL SELECT n + 1 FROM seq WHERE n < ${to})
+        INSERT OR IGNORE INTO webhook_events (provider, event_id, event_type, payload, headers, status, attempts, outcome, created_at, processed_at)
+        SELECT 'stripe', 'evt_' || lower(hex(randomblob(12))), 'payment_intent.succeeded', ${sql.raw(filler)}, '{}', 'processed', 1, 'applied: history',
+               strftime('%Y-%m-%d %H:%M:%f', 'now', '-90 days', '+' || (n / 100) || ' seconds'), strftime('%Y-%m-%d %H:%M:%f', 'now', '-90 days', '+' || (n / 100) || ' seconds')
+        FROM seq`.execute(db);
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import { Agent, request } from 'node:http';
+import autocannon from 'autocannon';
+import { buildPool, type PoolOptions, type PooledDelivery } from './deliveries.js';
+import { percentiles, type Percentiles } from './stats.js';
+
+/**
+ * The load generator, run as its own process so its CPU is not the service's. `saturate` keeps
+ * `connections` requests in flight (closed loop, autocannon): the most the target can acknowledge.
+ * `paced` sends at a fixed offered rate whatever the answers (open loop) and measures each latency
+ * from the moment the request was due, so a stalled server cannot hide its queue (no coordinated
+ * omission).
+ */
+export interface LoadJob {
+  url: string;
+  mode: 'saturate' | 'paced';
+  durationSec: number;
+  connections: number;
+  /** Paced mode: deliveries per second offered. */
+  rate?: number;
+  pool: PoolOptions;
+}
+
+export interface LoadResult {
+  mode: LoadJob['mode'];
+  offeredRate: number | null;
+  startedAt: number;
+  finishedAt: number;
+  requests: number;
+  acks: number;
+  non2xx: number;
+  errors: number;
+  acksPerSec: number;
+  latencyMs: Percentiles;
+  uniqueEvents: number;
+  duplicatesInPool: number;
+  /** The pool ran out and started again: later requests were duplicates beyond the planned share. */
+  poolWrapped: boolean;
+}
+
+interface Tally {
+  acks: number;
+  non2xx: number;
+  errors: number;
+  latencies: number[];
+}
+
+class Cursor {
+  private index = 0;
+  wrapped = false;
+
+  constructor(private readonly deliveries: PooledDelivery[]) {}
+
+  next(): PooledDelivery {
+    if (this.index === this.deliveries.length) {
+      this.index = 0;
+      this.wrapped = true;
+    }
+    return this.deliveries[this.index++]!;
+  }
+}
+
+async function saturate(job: LoadJob, cursor: Cursor, tally: Tally): Promise<void> {
+  const options: autocannon.Options = {
+    url: job.url,
+    connections: job.connections,
+    duration: job.durationSec,
+    method: 'POST',
+    requests: [
+      {
+        setupRequest: (req) => {
+          const delivery = cursor.next();
+          return { ...req, method: 'POST', path: delivery.path, headers: delivery.headers, body: delivery.body };
+        },
+      },
+    ],
+  };
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon(options, (error: unknown, finished) => (error ? reject(error) : resolve(finished)));
+    // autocannon's own histogram keeps whole milliseconds; the raw response times are kept instead.
+    instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+      if (statusCode >= 200 && statusCode < 300) {
+        tally.acks++;
+        tally.latencies.push(responseTime);
+      } else tally.non2xx++;
+    });
+  });
+  tally.errors += result.errors + result.timeouts;
+}
+
+async function paced(job: LoadJob, cursor: Cursor, tally: Tally): Promise<void> {
+  const rate = job.rate ?? 1000;
+  const total = Math.round(rate * job.durationSec);
+  const agent = new Agent({ keepAlive: true, maxSockets: job.connections });
+  const target = new URL(job.url);
+  const start = performance.now();
+  let sent = 0;
+  let finished = 0;
+  await new Promise<void>((resolve) => {
+    const send = (dueAt: number) => {
+      const delivery = cursor.next();
+      const req = request(
+        { agent, host: target.hostname, port: target.port, method: 'POST', path: delivery.path, headers: { ...delivery.headers, 'content-length': delivery.body.length } },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+              tally.acks++;
+              tally.latencies.push(performance.now() - dueAt);
+            } else tally.non2xx++;
+            if (++finished === total) resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        tally.errors++;
+        if (++finished === total) resolve();
+      });
+      req.end(delivery.body);
+    };
+    const tick = () => {
+      const due = Math.min(total, Math.floor(((performance.now() - start) / 1000) * rate) + 1);
+      while (sent < due) send(start + (sent++ * 1000) / rate);
+      if (sent < total) setTimeout(tick, 1);
+    };
+    tick();
+  });
+  agent.destroy();
+}
+
+export async function runLoad(job: LoadJob): Promise<LoadResult> {
+  const pool = buildPool(job.pool);
+  const cursor = new Cursor(pool.deliveries);
+  const tally: Tally = { acks: 0, non2xx: 0, errors: 0, latencies: [] };
+  const startedAt = Date.now();
+  await (job.mode === 'saturate' ? saturate(job, cursor, tally) : paced(job, cursor, tally));
+  const finishedAt = Date.now();
+  return {
+    mode: job.mode,
+    offeredRate: job.mode === 'paced' ? (job.rate ?? null) : null,
+    startedAt,
+    finishedAt,
+    requests: tally.acks + tally.non2xx + tally.errors,
+    acks: tally.acks,
+    non2xx: tally.non2xx,
+    errors: tally.errors,
+    acksPerSec: tally.acks / ((finishedAt - startedAt) / 1000),
+    latencyMs: percentiles(tally.latencies),
+    uniqueEvents: pool.uniqueEvents,
+    duplicatesInPool: pool.duplicates,
+    poolWrapped: cursor.wrapped,
+  };
+}
+
+// Run as a process: the job comes as JSON in argv, the result goes to stdout as JSON.
+if (process.argv[1] === import.meta.filename) {
+  const job = JSON.parse(process.argv[2]!) as LoadJob;
+  process.stdout.write(`${JSON.stringify(await runLoad(job))}\n`);
+}

@@ -1,0 +1,228 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { createConnection } from 'mysql2/promise';
+import { latencyChart } from './chart.js';
+import type { ProcessingStats } from './database.js';
+import type { LoadResult } from './load-generator.js';
+import type { BenchSettings } from './run.js';
+import { median, round } from './stats.js';
+import { TARGETS } from './targets.js';
+
+export interface Step {
+  load: LoadResult;
+  /** Null for the baseline, which does not process. */
+  processing: ProcessingStats | null;
+}
+
+export interface TargetRun {
+  target: string;
+  repetition: number;
+  paced: Step[];
+  saturation: Step;
+  peakRssMb: number;
+}
+
+export interface GrowthRun {
+  rows: number;
+  target: string;
+  step: Step;
+  peakRssMb: number;
+}
+
+export interface TargetSummary {
+  target: string;
+  label: string;
+  acksPerSec: number;
+  /** Median over repetitions of acks/s divided by the baseline's acks/s of the same repetition. */
+  ackRatio: number | null;
+  ackRatios: number[];
+  latencyMs: { p50: number | null; p99: number | null; p99_9: number | null };
+  non2xx: number;
+  processedPerSec: number | null;
+  keepUp: number | null;
+  lagMs: { p50: number | null; p99: number | null } | null;
+  peakRssMb: number;
+  paced: Array<{ rate: number; acksPerSec: number; p50: number | null; p99: number | null; p99_9: number | null }>;
+}
+
+export interface Check {
+  target: string;
+  met: boolean | null;
+  measured: string;
+}
+
+export interface Summary {
+  targets: TargetSummary[];
+  growth: Array<{ rows: number; target: string; acksPerSec: number; ratioToEmpty: number | null; latencyP99Ms: number | null }>;
+  checks: Check[];
+}
+
+export interface BenchResults {
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  machine: Record<string, string | number>;
+  settings: Omit<BenchSettings, 'out' | 'profileDir'> & { out?: undefined; profileDir?: undefined };
+  runs: TargetRun[];
+  growth: GrowthRun[];
+  summary: Summary;
+}
+
+export async function describeMachine(mysqlUrl: string): Promise<Record<string, string | number>> {
+  const machine: Record<string, string | number> = {
+    cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: process.version,
+  };
+  const connection = await createConnection({ uri: mysqlUrl });
+  try {
+    const [rows] = await connection.query('SELECT VERSION() AS version, @@innodb_flush_log_at_trx_commit AS flush, @@innodb_buffer_pool_size AS pool');
+    const row = (rows as Array<{ version: string; flush: number; pool: number }>)[0]!;
+    machine.database = `MariaDB/MySQL ${row.version}, innodb_flush_log_at_trx_commit=${row.flush}, buffer pool ${Math.round(row.pool / 2 ** 20)} MB`;
+  } finally {
+    await connection.end();
+  }
+  return machine;
+}
+
+const nullableMedian = (values: Array<number | null | undefined>) => {
+  const present = values.filter((v): v is number => typeof v === 'number');
+  return present.length === 0 ? null : round(median(present));
+};
+
+export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[]): Summary {
+  const baselineOf = (repetition: number) => runs.find((r) => r.target === 'baseline' && r.repetition === repetition);
+  const targets = settings.targets.map((name): TargetSummary => {
+    const own = runs.filter((r) => r.target === name);
+    const saturations = own.map((r) => r.saturation);
+    const ackRatios = name === 'baseline' ? [] : own.flatMap((r) => {
+      const baseline = baselineOf(r.repetition);
+      return baseline ? [round(r.saturation.load.acksPerSec / baseline.saturation.load.acksPerSec, 3)] : [];
+    });
+    const processing = saturations.map((s) => s.processing).filter((p): p is ProcessingStats => p !== null);
+    return {
+      target: name,
+      label: TARGETS[name]!.label,
+      acksPerSec: round(median(saturations.map((s) => s.load.acksPerSec)), 0),
+      ackRatio: ackRatios.length > 0 ? round(median(ackRatios), 3) : null,
+      ackRatios,
+      latencyMs: {
+        p50: nullableMedian(saturations.map((s) => s.load.latencyMs.p50)),
+        p99: nullableMedian(saturations.map((s) => s.load.latencyMs.p99)),
+        p99_9: nullableMedian(saturations.map((s) => s.load.latencyMs.p99_9)),
+      },
+      non2xx: own.flatMap((r) => [...r.paced, r.saturation]).reduce((sum, s) => sum + s.load.non2xx + s.load.errors, 0),
+      processedPerSec: nullableMedian(processing.map((p) => p.processedPerSec)),
+      keepUp: nullableMedian(processing.map((p) => p.keepUp)),
+      lagMs: processing.length === 0 ? null : { p50: nullableMedian(processing.map((p) => p.lagMs.p50)), p99: nullableMedian(processing.map((p) => p.lagMs.p99)) },
+      peakRssMb: Math.max(...own.map((r) => r.peakRssMb)),
+      paced: settings.rates.map((rate, index) => {
+        const steps = own.map((r) => r.paced[index]!.load);
+        return {
+          rate,
+          acksPerSec: round(median(steps.map((s) => s.acksPerSec)), 0),
+          p50: nullableMedian(steps.map((s) => s.latencyMs.p50)),
+          p99: nullableMedian(steps.map((s) => s.latencyMs.p99)),
+          p99_9: nullableMedian(steps.map((s) => s.latencyMs.p99_9)),
+        };
+      }),
+    };
+  });
+  const byName = (name: string) => targets.find((t) => t.target === name);
+  const growthSummary = growth.map((g) => {
+    const empty = byName(g.target)?.acksPerSec;
+    return {
+      rows: g.rows,
+      target: g.target,
+      acksPerSec: round(g.step.load.acksPerSec, 0),
+      ratioToEmpty: empty ? round(g.step.load.acksPerSec / empty, 3) : null,
+      latencyP99Ms: g.step.load.latencyMs.p99,
+    };
+  });
+  return { targets, growth: growthSummary, checks: checks(settings, targets, growthSummary) };
+}
+
+function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summary['growth']): Check[] {
+  const background = targets.find((t) => t.target === 'background');
+  const baseline = targets.find((t) => t.target === 'baseline');
+  const result: Check[] = [];
+  if (background?.ackRatio != null) {
+    result.push({ target: 'default-mode ack throughput >= 2x baseline', met: background.ackRatio >= 2, measured: `${background.ackRatio}x (${background.acksPerSec} vs ${baseline?.acksPerSec} acks/s)` });
+    const lowest = Math.min(...background.ackRatios);
+    result.push({ target: 'never below 1x baseline (every repetition)', met: lowest >= 1, measured: `lowest ${lowest}x over ${background.ackRatios.length} repetition(s)` });
+  }
+  const at1000 = (t: TargetSummary | undefined) => t?.paced.find((p) => p.rate === 1000);
+  if (at1000(background) && at1000(baseline)) {
+    const own = at1000(background)!.p99;
+    const floor = at1000(baseline)!.p99;
+    result.push({ target: 'ack p99 at 1000/s <= baseline p99', met: own !== null && floor !== null && own <= floor, measured: `${own} ms vs baseline ${floor} ms` });
+  }
+  if (background?.keepUp != null && background.lagMs) {
+    const p99 = background.lagMs.p99;
+    result.push({
+      target: `processing keeps up (${settings.durationSec} s saturation run): processed/s >= 0.95 x new events/s, lag p99 < 1 s`,
+      met: background.keepUp >= 0.95 && p99 !== null && p99 < 1000,
+      measured: `keep-up ${background.keepUp}, ${background.processedPerSec} processed/s, lag p99 ${p99} ms`,
+    });
+  }
+  const largest = growth.filter((g) => g.target === 'background').at(-1);
+  if (largest?.ratioToEmpty != null) {
+    result.push({ target: `growth: ${largest.rows.toLocaleString('en')} rows >= 0.8x empty-table throughput`, met: largest.ratioToEmpty >= 0.8, measured: `${largest.ratioToEmpty}x (${largest.acksPerSec} acks/s)` });
+  }
+  const services = targets.filter((t) => t.target !== 'baseline');
+  if (services.length > 0) {
+    const peak = Math.max(...services.map((t) => t.peakRssMb));
+    result.push({ target: 'peak RSS of one service process <= 250 MB', met: peak <= 250, measured: `${peak} MB` });
+  }
+  return result;
+}
+
+const cell = (value: number | null | undefined, unit = '') => (value === null || value === undefined ? '—' : `${value}${unit}`);
+
+function markdown(results: BenchResults): string {
+  const { summary, machine, settings } = results;
+  const lines = [
+    '# webhook-inbox benchmark',
+    '',
+    `${results.startedAt} — \`${results.command}\` — ${settings.repeat} repetition(s), medians; saturation runs ${settings.durationSec} s with ${settings.connections} connections; fixed-rate steps ${settings.pacedDurationSec} s.`,
+    '',
+    `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores.`,
+    '',
+    '## Saturation (closed loop)',
+    '',
+    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | processed/s | keep-up | lag p50 / p99 (ms) | peak RSS |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...summary.targets.map(
+      (t) =>
+        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${t.peakRssMb} MB |`,
+    ),
+    '',
+    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s.',
+    '',
+    '## Latency against offered load (open loop, measured from the moment each request was due)',
+    '',
+    '![latency percentiles against offered load](latency.svg)',
+    '',
+    `| target | ${settings.rates.map((r) => `${r}/s p50 / p99 / p99.9`).join(' | ')} |`,
+    `|---|${settings.rates.map(() => '---').join('|')}|`,
+    ...summary.targets.map((t) => `| ${t.label} | ${t.paced.map((p) => `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.p99_9)}`).join(' | ')} |`),
+  ];
+  if (summary.growth.length > 0) {
+    lines.push('', '## Growth (same saturation load, table pre-filled)', '', '| rows already in webhook_events | target | acks/s | x empty table | ack p99 (ms) |', '|---|---|---|---|---|');
+    for (const g of summary.growth) lines.push(`| ${g.rows.toLocaleString('en')} | ${g.target} | ${g.acksPerSec} | ${cell(g.ratioToEmpty, 'x')} | ${cell(g.latencyP99Ms)} |`);
+  }
+  lines.push('', '## Targets', '', '| target | met | measured |', '|---|---|---|');
+  for (const c of summary.checks) lines.push(`| ${c.target} | ${c.met === null ? '—' : c.met ? 'yes' : 'no'} | ${c.measured} |`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+export function writeReport(directory: string, results: BenchResults): void {
+  mkdirSync(directory, { recursive: true });
+  writeFileSync(join(directory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(directory, 'report.md'), markdown(results));
+  const series = results.summary.targets.map((t) => ({ label: t.label, points: t.paced }));
+  writeFileSync(join(directory, 'latency.svg'), latencyChart(series, `Ack latency against offered load (${results.machine.cpu})`));
+}

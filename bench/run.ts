@@ -1,0 +1,196 @@
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { Command, InvalidArgumentError } from 'commander';
+import { createBenchDatabase, drain, fillHistory, processingStats, type BenchDatabase } from './database.js';
+import type { LoadJob, LoadResult } from './load-generator.js';
+import { describeMachine, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
+import { startTarget, TARGETS, type TargetSpec } from './targets.js';
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '..');
+
+export interface BenchSettings {
+  quick: boolean;
+  durationSec: number;
+  pacedDurationSec: number;
+  rates: number[];
+  connections: number;
+  repeat: number;
+  growth: number[];
+  targets: string[];
+  /** Expected top acknowledgement rate, to size the pre-signed pool of a saturation run. */
+  maxRate: number;
+  drainTimeoutSec: number;
+  mysqlUrl: string;
+  out: string;
+  profileDir: string | null;
+}
+
+const list = (parse: (item: string) => number | string) => (value: string) =>
+  value === 'none' ? [] : value.split(',').map((item) => {
+    const parsed = parse(item.trim());
+    if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
+    return parsed;
+  });
+const positive = (value: string) => {
+  const parsed = Number(value);
+  if (!(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${value}" is not a positive number`);
+  return parsed;
+};
+const targetName = (name: string) => {
+  if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
+  return name;
+};
+
+export function parseSettings(argv: string[]): BenchSettings {
+  const program = new Command()
+    .name('npm run bench --')
+    .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
+    .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
+    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 5)', positive)
+    .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
+    .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
+    .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
+    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positive)
+    .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
+    .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
+    .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)
+    .option('--drain-timeout <s>', 'how long to wait for processing to finish after a step', positive)
+    .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
+    .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
+    .option('--profile <dir>', 'write a --cpu-prof profile of each target during its saturation run')
+    .exitOverride()
+    .parse(argv, { from: 'user' });
+  const o = program.opts<Record<string, unknown>>();
+  const quick = o.quick === true;
+  const pick = <T>(value: unknown, full: T, fast: T): T => (value === undefined ? (quick ? fast : full) : (value as T));
+  return {
+    quick,
+    durationSec: pick(o.duration, 60, 5),
+    pacedDurationSec: pick(o.pacedDuration, 10, 3),
+    rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
+    connections: o.connections as number,
+    repeat: pick(o.repeat, 3, 1),
+    growth: pick(o.growth, [1_000_000, 5_000_000], []),
+    targets: pick(o.targets, Object.keys(TARGETS), ['baseline', 'background', 'inline']),
+    maxRate: o.maxRate as number,
+    drainTimeoutSec: pick(o.drainTimeout, 120, 20),
+    mysqlUrl: o.mysqlUrl as string,
+    out: resolve(o.out as string),
+    profileDir: o.profile ? resolve(o.profile as string) : null,
+  };
+}
+
+let stepCounter = 0;
+
+/** Runs one load step from a separate process and returns what it measured. */
+async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<LoadResult> {
+  const step = ++stepCounter;
+  const events = Math.ceil(seconds * (rate ?? settings.maxRate));
+  const job: LoadJob = { url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step } };
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load-generator.ts'), JSON.stringify(job)], { maxBuffer: 64 * 1024 * 1024 });
+  return JSON.parse(stdout) as LoadResult;
+}
+
+async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, url: string, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
+  const result = await load(settings, url, mode, seconds, rate);
+  if (spec.kind === 'baseline') return { load: result, processing: null };
+  const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
+  if (!drained) console.warn(`  ${spec.name}: processing not finished ${settings.drainTimeoutSec}s after the load ended`);
+  return { load: result, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
+}
+
+function describeStep(step: Step): string {
+  const { load: l, processing: p } = step;
+  const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
+  const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms` : '';
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
+}
+
+async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string): Promise<TargetRun> {
+  const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
+  const profile = settings.profileDir ? [`--cpu-prof`, `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${spec.name}-${repetition}.cpuprofile`] : [];
+  const target = await startTarget(spec, database.url, workDir, profile);
+  try {
+    const paced: Step[] = [];
+    for (const rate of settings.rates) {
+      const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);
+      console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
+      paced.push(step);
+    }
+    const saturation = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
+    console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
+    return { target: spec.name, repetition, paced, saturation, peakRssMb: target.peakRssMb() };
+  } finally {
+    await target.stop();
+    await database.drop();
+  }
+}
+
+/** The same saturation load against a table that already holds `rows` events, for each size in turn. */
+async function runGrowth(settings: BenchSettings, workDir: string): Promise<GrowthRun[]> {
+  const runs: GrowthRun[] = [];
+  const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
+  try {
+    let filled = 0;
+    for (const rows of settings.growth) {
+      const started = Date.now();
+      await fillHistory(database, rows - filled, filled);
+      filled = rows;
+      console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
+      for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
+        const spec = TARGETS[name]!;
+        const target = await startTarget(spec, database.url, workDir);
+        try {
+          const step = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
+          console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(step)}`);
+          runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
+        } finally {
+          await target.stop();
+        }
+      }
+    }
+  } finally {
+    await database.drop();
+  }
+  return runs;
+}
+
+export async function runBench(settings: BenchSettings): Promise<BenchResults> {
+  const workDir = mkdtempSync(join(tmpdir(), 'wi-bench-'));
+  if (settings.profileDir) mkdirSync(settings.profileDir, { recursive: true });
+  const startedAt = new Date().toISOString();
+  const runs: TargetRun[] = [];
+  try {
+    for (let repetition = 1; repetition <= settings.repeat; repetition++) {
+      console.log(`repetition ${repetition} of ${settings.repeat}`);
+      // Interleaved, so slow minutes on the shared machine spread over every target alike.
+      for (const name of settings.targets) runs.push(await runTarget(settings, TARGETS[name]!, repetition, workDir));
+    }
+    const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir) : [];
+    const results: BenchResults = {
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      command: `npm run bench${settings.quick ? ' -- --quick' : ''}`,
+      machine: await describeMachine(settings.mysqlUrl),
+      settings: { ...settings, out: undefined, profileDir: undefined },
+      runs,
+      growth,
+      summary: summarise(settings, runs, growth),
+    };
+    writeReport(settings.out, results);
+    return results;
+  } finally {
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === import.meta.filename) {
+  const settings = parseSettings(process.argv.slice(2));
+  const results = await runBench(settings);
+  console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}`);
+  for (const line of results.summary.checks) console.log(`${line.met ? 'MET    ' : 'NOT MET'} ${line.target}: ${line.measured}`);
+}

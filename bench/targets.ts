@@ -1,0 +1,97 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { openSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { TEST_SECRETS } from '../test/support/signing.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** A server under test: the bench's baseline, or webhook-inbox in one mode on one store. */
+export interface TargetSpec {
+  name: string;
+  label: string;
+  kind: 'baseline' | 'inbox';
+  store: 'mysql' | 'sqlite';
+  /** Extra environment for `webhook-inbox serve` (processing mode). */
+  env: Record<string, string>;
+}
+
+export const TARGETS: Record<string, TargetSpec> = {
+  baseline: { name: 'baseline', label: 'baseline (node:http + 1 INSERT IGNORE)', kind: 'baseline', store: 'mysql', env: {} },
+  background: { name: 'background', label: 'webhook-inbox, background (default)', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'background' } },
+  inline: { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
+  sqlite: { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
+};
+
+export interface RunningTarget {
+  url: string;
+  pid: number;
+  /** Peak resident set size of the service process so far (VmHWM), in MB. */
+  peakRssMb(): number;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  return port;
+}
+
+function peakRssMb(pid: number): number {
+  const line = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return line ? Math.round(Number(line[1]) / 1024) : NaN;
+}
+
+async function waitUntilListening(url: string, child: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`target exited with ${child.exitCode}; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    try {
+      await fetch(`${url}/webhooks/stripe`, { method: 'GET' });
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`target did not listen within 30 s; see ${logFile}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/**
+ * Starts a target as its own process with the service's default settings (LOG_LEVEL info, logs to a
+ * file), so its CPU and memory are measured apart from the load generator's.
+ */
+export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir: string, nodeArgs: string[] = []): Promise<RunningTarget> {
+  const port = await freePort();
+  const logFile = join(workDir, `${spec.name}-${port}.log`);
+  const log = openSync(logFile, 'a');
+  const script = spec.kind === 'baseline' ? ['--import', 'tsx', join(ROOT, 'bench/baseline-server.ts')] : [join(ROOT, 'bin/webhook-inbox.js'), 'serve'];
+  const env = {
+    PATH: process.env.PATH ?? '',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: databaseUrl,
+    BENCH_DATABASE_URL: databaseUrl,
+    STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
+    RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+    PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+    PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+    ...spec.env,
+  };
+  const child = spawn(process.execPath, [...nodeArgs, ...script], { cwd: workDir, env, stdio: ['ignore', log, log] });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntilListening(url, child, logFile);
+  const pid = child.pid!;
+  return {
+    url,
+    pid,
+    peakRssMb: () => peakRssMb(pid),
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
