@@ -15,6 +15,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 export interface BenchSettings {
   quick: boolean;
   durationSec: number;
+  /** Unmeasured saturation load before the measured steps: JIT, connection pools and caches warm up. */
+  warmupSec: number;
   pacedDurationSec: number;
   rates: number[];
   connections: number;
@@ -51,6 +53,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
     .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
     .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 5)', positive)
+    .option('--warmup <s>', 'seconds of unmeasured load before measuring each target (full: 5, quick: 1)', positive)
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
     .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
@@ -70,6 +73,7 @@ export function parseSettings(argv: string[]): BenchSettings {
   return {
     quick,
     durationSec: pick(o.duration, 60, 5),
+    warmupSec: pick(o.warmup, 5, 1),
     pacedDurationSec: pick(o.pacedDuration, 10, 3),
     rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
     connections: o.connections as number,
@@ -115,6 +119,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   const profile = settings.profileDir ? [`--cpu-prof`, `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${spec.name}-${repetition}.cpuprofile`] : [];
   const target = await startTarget(spec, database.url, workDir, profile);
   try {
+    await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
     const paced: Step[] = [];
     for (const rate of settings.rates) {
       const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);

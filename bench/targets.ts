@@ -80,7 +80,7 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir
     PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
     ...spec.env,
   };
-  const child = spawn(process.execPath, [...nodeArgs, ...script], { cwd: workDir, env, stdio: ['ignore', log, log] });
+  const child = spawn(process.execPath, [...nodeArgs, ...script], { cwd: ROOT, env, stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}`;
   await waitUntilListening(url, child, logFile);
   const pid = child.pid!;
