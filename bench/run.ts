@@ -64,7 +64,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--drain-timeout <s>', 'how long to wait for processing to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
-    .option('--profile <dir>', 'write a --cpu-prof profile of each target during its saturation run')
+    .option('--profile <dir>', 'write --cpu-prof profiles of each target process (summarise with bench/profile-summary.ts)')
     .exitOverride()
     .parse(argv, { from: 'user' });
   const o = program.opts<Record<string, unknown>>();
@@ -116,7 +116,8 @@ function describeStep(step: Step): string {
 
 async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string): Promise<TargetRun> {
   const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
-  const profile = settings.profileDir ? [`--cpu-prof`, `--cpu-prof-dir=${settings.profileDir}`, `--cpu-prof-name=${spec.name}-${repetition}.cpuprofile`] : [];
+  // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
+  const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
   const target = await startTarget(spec, database.url, workDir, profile);
   try {
     await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);

@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Summarises a V8 .cpuprofile (from `npm run bench -- --profile DIR`): self time by package or source
+ * folder, and the hottest functions. Usage: node --import tsx bench/profile-summary.ts FILE [TOP]
+ */
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** node_modules/<package>, a project folder (src/store), node internals, or a V8 pseudo-frame. */
+function area(url: string, name: string): string {
+  if (url === '') return `(${name || 'native'})`;
+  const nodeModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (nodeModule) return nodeModule[1]!;
+  if (url.startsWith('node:')) return url;
+  const project = /\/(src|bench|test)\/(.*)\/?[^/]*$/.exec(url);
+  if (project) return `${project[1]}/${project[2]!.split('/').slice(0, -1).join('/') || '.'}`;
+  return url;
+}
+
+export function summariseProfile(profile: CpuProfile, top = 25): string {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = new Map<number, number>();
+  profile.samples.forEach((id, index) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const areas = new Map<string, number>();
+  const functions = new Map<string, number>();
+  for (const [id, micros] of self) {
+    const { callFrame } = byId.get(id)!;
+    const where = area(callFrame.url, callFrame.functionName);
+    areas.set(where, (areas.get(where) ?? 0) + micros);
+    const name = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*\/(node_modules|src|bench)\//, '$1/')}:${callFrame.lineNumber + 1}`;
+    functions.set(name, (functions.get(name) ?? 0) + micros);
+  }
+  const table = (entries: Map<string, number>) =>
+    [...entries]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, micros]) => `${((micros / total) * 100).toFixed(1).padStart(5)}%  ${name}`)
+      .join('\n');
+  return `total sampled: ${(total / 1e6).toFixed(1)} s\n\nself time by area:\n${table(areas)}\n\nhottest functions (self time):\n${table(functions)}\n`;
+}
+
+if (process.argv[1] === import.meta.filename) {
+  const [file, top] = process.argv.slice(2);
+  if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [TOP]');
+  process.stdout.write(summariseProfile(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, Number(top ?? 25)));
+}
