@@ -1,18 +1,41 @@
-import { randomUUID } from 'node:crypto';
 import { Migrator, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { LeaseLostError, StoreUnavailableError } from '../errors.js';
-import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import { StoreUnavailableError } from '../errors.js';
+import type { VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
+import { Batcher } from './batcher.js';
+import {
+  claimBatch,
+  completeBatch,
+  ConcurrentInsertError,
+  recordBatch,
+  type ClaimRequest,
+  type CompletionRequest,
+  type RecordRequest,
+} from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
+/** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
+const MAX_RECORD_BATCH = 200;
+const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
+const MAX_CLAIM_BATCH = 200;
+/** Business transactions per commit: larger batches hold their row locks longer. */
+const MAX_COMPLETION_BATCH = 64;
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
+  /**
+   * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert in one
+   * transaction, concurrent claims by one update, concurrent completions in one transaction, so a
+   * commit (and its fsync) is shared by every event of the batch.
+   */
+  private readonly records: Batcher<RecordRequest, RecordResult>;
+  private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
+  private readonly completions: Batcher<CompletionRequest, string>;
 
   constructor(
     readonly db: Kysely<InboxDatabase>,
@@ -21,6 +44,15 @@ export class KyselyInboxStore implements InboxStore {
     private readonly url: string,
   ) {
     this.backend = dialect.name;
+    const maxInFlight = dialect.concurrentBatches;
+    this.records = new Batcher((requests) => this.recordMany(requests), {
+      maxBatch: MAX_RECORD_BATCH,
+      maxInFlight,
+      weight: (request) => request.event.payload.length,
+      maxWeight: MAX_RECORD_BATCH_BYTES,
+    });
+    this.claims = new Batcher((requests) => this.claimMany(requests), { maxBatch: MAX_CLAIM_BATCH, maxInFlight });
+    this.completions = new Batcher((requests) => this.completeMany(requests), { maxBatch: MAX_COMPLETION_BATCH, maxInFlight });
   }
 
   async migrate(): Promise<string[]> {
@@ -40,9 +72,26 @@ export class KyselyInboxStore implements InboxStore {
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 
-  async record(event: VerifiedEvent): Promise<RecordResult> {
+  /** Resolves once the batch that carries the event has committed. */
+  record(event: VerifiedEvent): Promise<RecordResult> {
+    return this.records.submit({ event, receivedAt: toDbTime(this.clock.now()) });
+  }
+
+  private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
+    try {
+      const results = await this.retryingConflicts(() => recordBatch(this.db, requests));
+      return results.map((value) => ({ status: 'fulfilled', value }));
+    } catch (error) {
+      // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
+      // events, or one row the database refuses: each event alone, so only a bad one fails.
+      if (this.dialect.isUnavailable(error) || (requests.length === 1 && !(error instanceof ConcurrentInsertError))) throw this.translate(error);
+      return Promise.allSettled(requests.map((request) => this.recordOne(request)));
+    }
+  }
+
+  /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
+  private async recordOne({ event, receivedAt }: RecordRequest): Promise<RecordResult> {
     return this.guard(async () => {
-      const now = toDbTime(this.clock.now());
       const inserted = await this.db
         .insertInto('webhook_events')
         .orIgnore()
@@ -54,8 +103,8 @@ export class KyselyInboxStore implements InboxStore {
           headers: JSON.stringify(event.headers),
           status: 'received',
           attempts: 0,
-          next_attempt_at: now,
-          created_at: now,
+          next_attempt_at: receivedAt,
+          created_at: receivedAt,
         })
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
@@ -71,70 +120,36 @@ export class KyselyInboxStore implements InboxStore {
     });
   }
 
-  async claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
-    return this.guard(async () => {
-      const now = this.clock.now();
-      const expiresAt = new Date(now.getTime() + leaseMs);
-      const token = randomUUID();
-      const claimed = await this.db
-        .updateTable('webhook_events')
-        .set((eb) => ({
-          status: 'processing',
-          attempts: eb('attempts', '+', 1),
-          lease_owner: owner,
-          lease_token: token,
-          lease_expires_at: toDbTime(expiresAt),
-          next_attempt_at: toDbTime(expiresAt),
-        }))
-        .where('id', '=', id)
-        .where((eb) =>
-          eb.or([
-            eb('status', '=', 'received'),
-            eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))]),
-          ]),
-        )
-        .executeTakeFirst();
-      if (claimed.numUpdatedRows !== 1n) return null;
-
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
-      if (!row) return null;
-      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts };
-      return {
-        lease,
-        event: {
-          id: row.id,
-          provider: row.provider as ProviderName,
-          eventId: row.event_id,
-          eventType: row.event_type,
-          payload: JSON.parse(row.payload) as unknown,
-          headers: JSON.parse(row.headers) as Record<string, string>,
-          attempts: row.attempts,
-          createdAt: fromDbTime(row.created_at),
-        },
-      };
-    });
+  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
+    return this.claims.submit({ id, owner, leaseMs });
   }
 
-  async completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+  private async claimMany(requests: ClaimRequest[]): Promise<Array<PromiseSettledResult<ClaimedEvent | null>>> {
+    const claimed = await this.guard(() => claimBatch(this.db, this.clock.now(), requests));
+    return claimed.map((value) => ({ status: 'fulfilled', value }));
+  }
+
+  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+    return this.completions.submit({ lease, work });
+  }
+
+  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
+    const abortsTransaction = (error: unknown) => this.dialect.isTransientConflict(error) || this.dialect.isUnavailable(error);
+    try {
+      return await this.retryingConflicts(() => completeBatch(this.db, () => this.clock.now(), requests, abortsTransaction));
+    } catch (error) {
+      throw this.translate(error);
+    }
+  }
+
+  /** Deadlocks and lock timeouts roll the transaction back; it simply runs again. */
+  private async retryingConflicts<T>(operation: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.db.transaction().execute(async (tx) => {
-          const outcome = await work(tx);
-          const now = toDbTime(this.clock.now());
-          const fenced = await tx
-            .updateTable('webhook_events')
-            .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
-            .where('id', '=', lease.id)
-            .where('lease_token', '=', lease.token)
-            .where('status', '=', 'processing')
-            .where('lease_expires_at', '>', now)
-            .executeTakeFirst();
-          if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
-          return outcome;
-        });
+        return await operation();
       } catch (error) {
         if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
-        throw this.translate(error);
+        throw error;
       }
     }
   }

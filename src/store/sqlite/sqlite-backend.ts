@@ -170,6 +170,8 @@ function sqliteFileDialect(path: string): Dialect {
 export const sqliteBackend: StoreBackend = {
   name: 'sqlite',
   columnTypes: COLUMN_TYPES,
+  // One writer at a time: a second batch would only wait for the first.
+  concurrentBatches: 1,
 
   validateUrl(url) {
     const parsed = sqliteFilePath(url);

@@ -1,0 +1,85 @@
+/**
+ * Group commit: concurrent requests run together, as one batch, in one transaction. Nothing waits
+ * on a timer: a request arriving while every slot is busy joins the next batch, which starts as soon
+ * as a batch in flight finishes, so batches grow with load and a lone request goes at once (after
+ * the current event-loop turn, so requests parsed in the same turn share a batch). Each caller gets
+ * its own result, after the batch that carried it has committed, or its own error.
+ */
+export interface BatcherOptions<Input> {
+  /** Requests in one batch, at most. */
+  maxBatch: number;
+  /** Batches running at the same time. */
+  maxInFlight: number;
+  /** Size of a request (e.g. payload bytes); a batch stops growing once `maxWeight` is reached. */
+  weight?: (input: Input) => number;
+  maxWeight?: number;
+}
+
+/** Runs one batch; returns one settled result per input, in input order. */
+export type BatchRunner<Input, Output> = (inputs: Input[]) => Promise<Array<PromiseSettledResult<Output>>>;
+
+interface Pending<Input, Output> {
+  input: Input;
+  resolve: (output: Output) => void;
+  reject: (error: unknown) => void;
+}
+
+export class Batcher<Input, Output> {
+  private readonly queue: Array<Pending<Input, Output>> = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly runBatch: BatchRunner<Input, Output>,
+    private readonly options: BatcherOptions<Input>,
+  ) {}
+
+  submit(input: Input): Promise<Output> {
+    return new Promise<Output>((resolve, reject) => {
+      this.queue.push({ input, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.startBatches();
+        });
+      }
+    });
+  }
+
+  private startBatches(): void {
+    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const batch = this.takeBatch();
+      this.inFlight++;
+      this.run(batch).finally(() => {
+        this.inFlight--;
+        this.startBatches();
+      });
+    }
+  }
+
+  private takeBatch(): Array<Pending<Input, Output>> {
+    const { maxBatch, weight, maxWeight = Infinity } = this.options;
+    let size = 0;
+    let total = 0;
+    while (size < this.queue.length && size < maxBatch) {
+      total += weight ? weight(this.queue[size]!.input) : 0;
+      size++;
+      if (total >= maxWeight) break;
+    }
+    return this.queue.splice(0, size);
+  }
+
+  private async run(batch: Array<Pending<Input, Output>>): Promise<void> {
+    try {
+      const results = await this.runBatch(batch.map((pending) => pending.input));
+      batch.forEach((pending, index) => {
+        const result = results[index]!;
+        if (result.status === 'fulfilled') pending.resolve(result.value);
+        else pending.reject(result.reason);
+      });
+    } catch (error) {
+      for (const pending of batch) pending.reject(error);
+    }
+  }
+}

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { LeaseLostError } from '../errors.js';
+import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import type { BusinessTransaction, ClaimedEvent, Lease, RecordResult } from './store.js';
+
+/**
+ * The store's writes for many callers at once (see Batcher): one multi-row insert for the events
+ * being received, one conditional update for the claims, one transaction for the completions. Each
+ * function returns one result per request, in request order.
+ */
+
+export interface RecordRequest {
+  event: VerifiedEvent;
+  receivedAt: DbTime;
+}
+
+/**
+ * Another writer (a concurrent batch, another process) inserted one of the batch's events between
+ * its read and its insert: which rows are the batch's own is no longer known, so it rolls back and
+ * its events are recorded one by one instead.
+ */
+export class ConcurrentInsertError extends Error {}
+
+const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
+
+interface KnownRow {
+  id: number;
+  status: EventStatus;
+}
+
+async function rowsByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
+  const idsByProvider = new Map<string, string[]>();
+  for (const { provider, eventId } of events) idsByProvider.set(provider, [...(idsByProvider.get(provider) ?? []), eventId]);
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select(['id', 'provider', 'event_id', 'status'])
+    .where((eb) => eb.or([...idsByProvider].map(([provider, ids]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', ids)]))))
+    .execute();
+  return new Map(rows.map((row) => [keyOf(row.provider, row.event_id), { id: row.id, status: row.status }]));
+}
+
+/**
+ * Records many events in one transaction: read which already exist, insert the others in one
+ * multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row count says how
+ * many rows were new but not which, so the read before the insert decides, and the count only
+ * confirms that nobody else inserted one of them in between (otherwise ConcurrentInsertError).
+ * Within the batch, the first request for an event records it; the others are its duplicates.
+ */
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[]): Promise<RecordResult[]> {
+  const firstByKey = new Map<string, RecordRequest>();
+  for (const request of requests) {
+    const key = keyOf(request.event.provider, request.event.eventId);
+    if (!firstByKey.has(key)) firstByKey.set(key, request);
+  }
+  const unique = [...firstByKey.values()];
+  const { existing, created } = await db.transaction().execute(async (tx) => {
+    const existing = await rowsByKey(tx, unique.map((r) => r.event));
+    // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
+    const missing = unique.filter((r) => !existing.has(keyOf(r.event.provider, r.event.eventId))).sort((a, b) => compare(a.event, b.event));
+    if (missing.length === 0) return { existing, created: new Map<string, KnownRow>() };
+    const inserted = await tx
+      .insertInto('webhook_events')
+      .orIgnore()
+      .values(
+        missing.map(({ event, receivedAt }) => ({
+          provider: event.provider,
+          event_id: event.eventId,
+          event_type: event.eventType,
+          payload: event.payload,
+          headers: JSON.stringify(event.headers),
+          status: 'received' as const,
+          attempts: 0,
+          next_attempt_at: receivedAt,
+          created_at: receivedAt,
+        })),
+      )
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
+    return { existing, created: await rowsByKey(tx, missing.map((r) => r.event)) };
+  });
+
+  return requests.map((request): RecordResult => {
+    const key = keyOf(request.event.provider, request.event.eventId);
+    const own = created.get(key);
+    if (own) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id: own.id, status: own.status };
+    const row = existing.get(key)!;
+    return { outcome: 'duplicate', id: row.id, status: row.status };
+  });
+}
+
+function compare(a: VerifiedEvent, b: VerifiedEvent): number {
+  if (a.provider !== b.provider) return a.provider < b.provider ? -1 : 1;
+  return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
+}
+
+export interface ClaimRequest {
+  id: number;
+  owner: string;
+  leaseMs: number;
+}
+
+/**
+ * Takes the leases of many events with one conditional UPDATE and reads them with one SELECT. Every
+ * event claimed by the statement carries its token; the fence checks id and token together, so a
+ * shared token still fences each event on its own. When an id is asked for twice, one caller wins.
+ */
+export async function claimBatch(db: Kysely<InboxDatabase>, now: Date, requests: ClaimRequest[]): Promise<Array<ClaimedEvent | null>> {
+  const results: Array<ClaimedEvent | null> = requests.map(() => null);
+  const groups = new Map<string, number[]>();
+  requests.forEach((r, index) => groups.set(`${r.owner}\u0000${r.leaseMs}`, [...(groups.get(`${r.owner}\u0000${r.leaseMs}`) ?? []), index]));
+  for (const indexes of groups.values()) {
+    const { owner, leaseMs } = requests[indexes[0]!]!;
+    const ids = [...new Set(indexes.map((i) => requests[i]!.id))];
+    const expiresAt = new Date(now.getTime() + leaseMs);
+    const token = randomUUID();
+    const claimed = await db
+      .updateTable('webhook_events')
+      .set((eb) => ({
+        status: 'processing',
+        attempts: eb('attempts', '+', 1),
+        lease_owner: owner,
+        lease_token: token,
+        lease_expires_at: toDbTime(expiresAt),
+        next_attempt_at: toDbTime(expiresAt),
+      }))
+      .where('id', 'in', ids)
+      .where((eb) =>
+        eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))])]),
+      )
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows === 0n) continue;
+    const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).where('lease_token', '=', token).execute();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const index of indexes) {
+      const row = byId.get(requests[index]!.id);
+      if (!row) continue;
+      byId.delete(row.id);
+      results[index] = claimedEvent(row, { id: row.id, owner, token, expiresAt, attempts: row.attempts });
+    }
+  }
+  return results;
+}
+
+function claimedEvent(row: Selectable<WebhookEventsTable>, lease: Lease): ClaimedEvent {
+  return {
+    lease,
+    event: {
+      id: row.id,
+      provider: row.provider as ProviderName,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      payload: JSON.parse(row.payload) as unknown,
+      headers: JSON.parse(row.headers) as Record<string, string>,
+      attempts: row.attempts,
+      createdAt: fromDbTime(row.created_at),
+    },
+  };
+}
+
+export interface CompletionRequest {
+  lease: Lease;
+  work: (tx: BusinessTransaction) => Promise<string>;
+}
+
+/** Marks the event processed if the lease still holds, as the last statement of its work. */
+async function fence(tx: BusinessTransaction, lease: Lease, now: DbTime, outcome: string): Promise<void> {
+  const fenced = await tx
+    .updateTable('webhook_events')
+    .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
+    .where('id', '=', lease.id)
+    .where('lease_token', '=', lease.token)
+    .where('status', '=', 'processing')
+    .where('lease_expires_at', '>', now)
+    .executeTakeFirst();
+  if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
+}
+
+/**
+ * Runs the work of many events in ONE transaction, each inside a savepoint: an event whose work
+ * fails or whose lease is lost rolls back alone, the others commit together. A lone event needs no
+ * savepoint. Errors that abort the whole transaction (deadlock, lost connection) reject the batch.
+ */
+export async function completeBatch(
+  db: Kysely<InboxDatabase>,
+  clock: () => Date,
+  requests: CompletionRequest[],
+  abortsTransaction: (error: unknown) => boolean,
+): Promise<Array<PromiseSettledResult<string>>> {
+  const single = requests.length === 1;
+  return db.transaction().execute(async (tx) => {
+    const results: Array<PromiseSettledResult<string>> = [];
+    for (const { lease, work } of requests) {
+      if (!single) await sql`savepoint event_work`.execute(tx);
+      try {
+        const outcome = await work(tx);
+        await fence(tx, lease, toDbTime(clock()), outcome);
+        if (!single) await sql`release savepoint event_work`.execute(tx);
+        results.push({ status: 'fulfilled', value: outcome });
+      } catch (error) {
+        if (single || abortsTransaction(error)) throw error;
+        await sql`rollback to savepoint event_work`.execute(tx);
+        await sql`release savepoint event_work`.execute(tx);
+        results.push({ status: 'rejected', reason: error });
+      }
+    }
+    return results;
+  });
+}
