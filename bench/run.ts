@@ -19,6 +19,8 @@ export interface BenchSettings {
   warmupSec: number;
   pacedDurationSec: number;
   rates: number[];
+  /** Offered load of the sustained step (processing must keep up over it), or null to skip it. */
+  sustainedRate: number | null;
   connections: number;
   repeat: number;
   growth: number[];
@@ -56,6 +58,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--warmup <s>', 'seconds of unmeasured load before measuring each target (full: 5, quick: 1)', positive)
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
+    .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', Number)
     .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positive)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
@@ -76,6 +79,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     warmupSec: pick(o.warmup, 5, 1),
     pacedDurationSec: pick(o.pacedDuration, 10, 3),
     rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
+    sustainedRate: o.sustained === 0 ? null : pick<number | null>(o.sustained, 1000, null),
     connections: o.connections as number,
     repeat: pick(o.repeat, 3, 1),
     growth: pick(o.growth, [1_000_000, 5_000_000], []),
@@ -127,9 +131,14 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
       console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
       paced.push(step);
     }
+    let sustained: Step | null = null;
+    if (settings.sustainedRate !== null) {
+      sustained = await measuredStep(settings, spec, database, target.url, 'paced', settings.durationSec, settings.sustainedRate);
+      console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(sustained)}`);
+    }
     const saturation = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
     console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
-    return { target: spec.name, repetition, paced, saturation, peakRssMb: target.peakRssMb() };
+    return { target: spec.name, repetition, paced, sustained, saturation, peakRssMb: target.peakRssMb() };
   } finally {
     await target.stop();
     await database.drop();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -177,34 +177,28 @@ async function fence(tx: BusinessTransaction, lease: Lease, now: DbTime, outcome
   if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
 }
 
+/** A unit of a completion batch failed: the batch rolled back, and its events complete one by one. */
+export class BatchUnitFailedError extends Error {}
+
 /**
- * Runs the work of many events in ONE transaction, each inside a savepoint: an event whose work
- * fails or whose lease is lost rolls back alone, the others commit together. A lone event needs no
- * savepoint. Errors that abort the whole transaction (deadlock, lost connection) reject the batch.
+ * Runs the work of many events in ONE transaction and commits them together. Optimistic: no
+ * savepoint per event (two round trips each); if one event's work fails or its lease is lost, the
+ * whole batch rolls back with BatchUnitFailedError, and the caller runs each event in a transaction
+ * of its own, so the failure stays with its event. A batch of one throws the event's own error.
  */
-export async function completeBatch(
-  db: Kysely<InboxDatabase>,
-  clock: () => Date,
-  requests: CompletionRequest[],
-  abortsTransaction: (error: unknown) => boolean,
-): Promise<Array<PromiseSettledResult<string>>> {
-  const single = requests.length === 1;
+export async function completeBatch(db: Kysely<InboxDatabase>, clock: () => Date, requests: CompletionRequest[]): Promise<string[]> {
   return db.transaction().execute(async (tx) => {
-    const results: Array<PromiseSettledResult<string>> = [];
+    const outcomes: string[] = [];
     for (const { lease, work } of requests) {
-      if (!single) await sql`savepoint event_work`.execute(tx);
       try {
         const outcome = await work(tx);
         await fence(tx, lease, toDbTime(clock()), outcome);
-        if (!single) await sql`release savepoint event_work`.execute(tx);
-        results.push({ status: 'fulfilled', value: outcome });
+        outcomes.push(outcome);
       } catch (error) {
-        if (single || abortsTransaction(error)) throw error;
-        await sql`rollback to savepoint event_work`.execute(tx);
-        await sql`release savepoint event_work`.execute(tx);
-        results.push({ status: 'rejected', reason: error });
+        if (requests.length === 1) throw error;
+        throw new BatchUnitFailedError(`event ${lease.id} of a batch of ${requests.length} failed`, { cause: error });
       }
     }
-    return results;
+    return outcomes;
   });
 }

@@ -5,6 +5,7 @@ import type { VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import {
+  BatchUnitFailedError,
   claimBatch,
   completeBatch,
   ConcurrentInsertError,
@@ -134,9 +135,18 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
-    const abortsTransaction = (error: unknown) => this.dialect.isTransientConflict(error) || this.dialect.isUnavailable(error);
     try {
-      return await this.retryingConflicts(() => completeBatch(this.db, () => this.clock.now(), requests, abortsTransaction));
+      const outcomes = await this.completeTogether(requests);
+      return outcomes.map((value) => ({ status: 'fulfilled', value }));
+    } catch (error) {
+      if (!(error instanceof BatchUnitFailedError)) throw error;
+      return Promise.allSettled(requests.map(async (request) => (await this.completeTogether([request]))[0]!));
+    }
+  }
+
+  private async completeTogether(requests: CompletionRequest[]): Promise<string[]> {
+    try {
+      return await this.retryingConflicts(() => completeBatch(this.db, () => this.clock.now(), requests));
     } catch (error) {
       throw this.translate(error);
     }

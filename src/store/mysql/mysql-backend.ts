@@ -46,7 +46,7 @@ export const mysqlBackend: StoreBackend = {
   name: 'mysql',
   columnTypes: COLUMN_TYPES,
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
-  concurrentBatches: 2,
+  concurrentBatches: 4,
 
   validateUrl(url) {
     return databaseName(url.toString()) === '' ? 'must name a database, e.g. mysql://user@host:3306/webhook_inbox' : null;
