@@ -187,7 +187,10 @@ export class BatchUnitFailedError extends Error {}
  * of its own, so the failure stays with its event. A batch of one throws the event's own error.
  */
 export async function completeBatch(db: Kysely<InboxDatabase>, clock: () => Date, requests: CompletionRequest[]): Promise<string[]> {
-  return db.transaction().execute(async (tx) => {
+  // READ COMMITTED (MySQL; SQLite has one writer and ignores it): every statement of a later event
+  // sees rows committed meanwhile by other batches, not a snapshot taken at the batch's first read,
+  // and InnoDB takes no gap locks, so parallel batches do not deadlock on neighbouring keys.
+  return db.transaction().setIsolationLevel('read committed').execute(async (tx) => {
     const outcomes: string[] = [];
     for (const { lease, work } of requests) {
       try {

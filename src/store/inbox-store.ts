@@ -23,8 +23,12 @@ const TRANSIENT_CONFLICT_RETRIES = 3;
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_CLAIM_BATCH = 200;
-/** Business transactions per commit: larger batches hold their row locks longer. */
-const MAX_COMPLETION_BATCH = 64;
+/**
+ * Business transactions per commit, shared out over the batches that may run at once (32 events on
+ * SQLite's single writer, 8 per batch where four run side by side): larger batches hold their row
+ * locks longer and run their events one after the other.
+ */
+const COMPLETIONS_IN_FLIGHT = 32;
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
@@ -53,7 +57,7 @@ export class KyselyInboxStore implements InboxStore {
       maxWeight: MAX_RECORD_BATCH_BYTES,
     });
     this.claims = new Batcher((requests) => this.claimMany(requests), { maxBatch: MAX_CLAIM_BATCH, maxInFlight });
-    this.completions = new Batcher((requests) => this.completeMany(requests), { maxBatch: MAX_COMPLETION_BATCH, maxInFlight });
+    this.completions = new Batcher((requests) => this.completeMany(requests), { maxBatch: Math.ceil(COMPLETIONS_IN_FLIGHT / maxInFlight), maxInFlight });
   }
 
   async migrate(): Promise<string[]> {
