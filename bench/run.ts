@@ -39,11 +39,12 @@ const list = (parse: (item: string) => number | string) => (value: string) =>
     if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
     return parsed;
   });
-const positive = (value: string) => {
+const atLeast = (min: number) => (value: string) => {
   const parsed = Number(value);
-  if (!(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${value}" is not a positive number`);
+  if (!(Number.isFinite(parsed) && parsed >= min && value.trim() !== '')) throw new InvalidArgumentError(`"${value}" must be a number >= ${min}`);
   return parsed;
 };
+const positive = atLeast(Number.MIN_VALUE);
 const targetName = (name: string) => {
   if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
   return name;
@@ -55,10 +56,10 @@ export function parseSettings(argv: string[]): BenchSettings {
     .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
     .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
     .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 5)', positive)
-    .option('--warmup <s>', 'seconds of unmeasured load before measuring each target (full: 5, quick: 1)', positive)
+    .option('--warmup <s>', 'seconds of unmeasured load before measuring each target, 0 for none (full: 5, quick: 1)', atLeast(0))
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
-    .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', Number)
+    .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
     .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positive)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
@@ -124,7 +125,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
   const target = await startTarget(spec, database.url, workDir, profile);
   try {
-    await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
+    if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
     const paced: Step[] = [];
     for (const rate of settings.rates) {
       const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { parseSettings, runBench } from '../../bench/run.js';
+import { createTestDatabase } from '../support/database.js';
+
+/**
+ * `npm run bench -- --quick` end to end at a tiny scale: targets start, the load generator runs as
+ * its own process, processing is measured, the report is written. Asserts no timings.
+ */
+const probe = await createTestDatabase('mysql');
+if (!('skip' in probe)) await probe.drop();
+
+describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip }, () => {
+  let out: string;
+  after(async () => {
+    if (out) await rm(out, { recursive: true, force: true });
+  });
+
+  test('runs every target and writes results.json, report.md and latency.svg', async () => {
+    out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
+    const settings = parseSettings([
+      '--quick',
+      '--targets', 'baseline,background',
+      '--duration', '1',
+      '--warmup', '0',
+      '--paced-duration', '1',
+      '--rates', '50',
+      '--connections', '4',
+      '--max-rate', '500',
+      '--out', out,
+      '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
+    ]);
+    const results = await runBench(settings);
+
+    assert.deepEqual(results.summary.targets.map((t) => t.target), ['baseline', 'background']);
+    for (const target of results.summary.targets) {
+      assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
+      assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
+      assert.ok(target.peakRssMb > 0);
+      assert.equal(target.paced.length, 1);
+    }
+    for (const run of results.runs.filter((r) => r.target !== 'baseline')) {
+      const processing = run.saturation.processing!;
+      assert.ok(processing.newEvents > 0);
+      assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
+    }
+    assert.ok(results.summary.targets[1]!.ackRatio! > 0, 'quoted as a ratio to the baseline');
+    assert.ok(results.summary.checks.length > 0);
+
+    const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as typeof results;
+    assert.deepEqual(saved.summary, results.summary);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
+    assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
+    assert.ok(existsSync(join(out, 'latency.svg')));
+  });
+});
