@@ -13,6 +13,8 @@ const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
 
 export interface BenchSettings {
+  /** The command line, as given, so the report names the command that reproduces it. */
+  argv: string[];
   quick: boolean;
   durationSec: number;
   /** Unmeasured saturation load before the measured steps: JIT, connection pools and caches warm up. */
@@ -75,6 +77,7 @@ export function parseSettings(argv: string[]): BenchSettings {
   const quick = o.quick === true;
   const pick = <T>(value: unknown, full: T, fast: T): T => (value === undefined ? (quick ? fast : full) : (value as T));
   return {
+    argv,
     quick,
     durationSec: pick(o.duration, 60, 5),
     warmupSec: pick(o.warmup, 5, 1),
@@ -190,7 +193,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
     const results: BenchResults = {
       startedAt,
       finishedAt: new Date().toISOString(),
-      command: `npm run bench${settings.quick ? ' -- --quick' : ''}`,
+      command: ['npm run bench', ...(settings.argv.length > 0 ? ['--', ...settings.argv] : [])].join(' '),
       machine: await describeMachine(settings.mysqlUrl),
       settings: { ...settings, out: undefined, profileDir: undefined },
       runs,

@@ -41,8 +41,13 @@ export class KyselyInboxStore implements InboxStore {
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
 
+  /**
+   * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
+   *   never queues behind processing statements for a pooled connection.
+   */
   constructor(
     readonly db: Kysely<InboxDatabase>,
+    private readonly ackDb: Kysely<InboxDatabase>,
     private readonly dialect: StoreBackend,
     private readonly clock: Clock,
     private readonly url: string,
@@ -85,7 +90,7 @@ export class KyselyInboxStore implements InboxStore {
     // Alone (light load): one autocommit statement is one round trip, a batch transaction five.
     if (requests.length === 1) return [{ status: 'fulfilled', value: await this.recordOne(requests[0]!) }];
     try {
-      const results = await this.retryingConflicts(() => recordBatch(this.db, requests));
+      const results = await this.retryingConflicts(() => recordBatch(this.ackDb, requests));
       return results.map((value) => ({ status: 'fulfilled', value }));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
@@ -99,7 +104,7 @@ export class KyselyInboxStore implements InboxStore {
   /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
   private async recordOne({ event, receivedAt }: RecordRequest): Promise<RecordResult> {
     return this.guard(async () => {
-      const inserted = await this.db
+      const inserted = await this.ackDb
         .insertInto('webhook_events')
         .orIgnore()
         .values({
@@ -117,7 +122,7 @@ export class KyselyInboxStore implements InboxStore {
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
         return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
       }
-      const existing = await this.db
+      const existing = await this.ackDb
         .selectFrom('webhook_events')
         .select(['id', 'status'])
         .where('provider', '=', event.provider)
@@ -211,7 +216,7 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   async close(): Promise<void> {
-    await this.db.destroy();
+    await Promise.all([this.ackDb.destroy(), this.db.destroy()]);
   }
 
   private async guard<T>(operation: () => Promise<T>): Promise<T> {

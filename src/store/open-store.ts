@@ -27,5 +27,6 @@ export function openStore(url: string, options: { poolSize: number; clock: Clock
   const problem = databaseUrlProblem(url);
   if (problem) throw new Error(`DATABASE_URL ${problem}`);
   const backend = BACKENDS[new URL(url).protocol]!;
-  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), backend, options.clock, url);
+  const ackDb = backend.connect(url, { poolSize: backend.concurrentBatches });
+  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, backend, options.clock, url);
 }
