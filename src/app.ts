@@ -9,6 +9,8 @@ import { paymentApplier, type EventApplier, type PaymentHandlers } from './domai
 import { installErrorHandling } from './http/errors.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
+import { createOutboxDispatcher } from './outbox/open-outbox.js';
+import type { OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -22,6 +24,8 @@ export interface InboxOptions {
   handlers?: PaymentHandlers;
   /** Replaces the payment pipeline entirely, for events that are not about payments. */
   apply?: EventApplier;
+  /** Outbox transports by kind, added to (or replacing) the course platform's receipt and fulfilment. */
+  transports?: OutboxTransports;
 }
 
 function createLogger(config: Pick<Config, 'logLevel'>): Logger {
@@ -36,10 +40,11 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const providers = new ProviderRegistry(config.providers);
   const apply = options.apply ?? paymentApplier({ providers, handlers: options.handlers ?? coursePlatform, clock });
   const { processing } = config;
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const processor = new Processor({
     store,
     apply,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    owner,
     leaseMs: processing.leaseMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
     clock,
@@ -47,7 +52,9 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   });
   const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
   const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger);
-  return new Inbox(store, providers, processor, pool, sweeper, processing, clock, logger);
+  const inbox = new Inbox(store, providers, processor, pool, sweeper, processing, clock, logger);
+  inbox.attach(createOutboxDispatcher(config, { db: store.db, clock, logger, owner, transports: options.transports }));
+  return inbox;
 }
 
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */

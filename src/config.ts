@@ -1,3 +1,4 @@
+import addressparser from 'nodemailer/lib/addressparser';
 import { ConfigError } from './errors.js';
 import { databaseUrlProblem } from './store/open-store.js';
 
@@ -36,6 +37,24 @@ export interface ProcessingSettings {
   inlineWaitMs: number;
 }
 
+export interface SmtpSettings {
+  /** smtp:// or smtps:// with credentials; never logged. */
+  url: string;
+  from: string;
+  timeoutMs: number;
+}
+
+export interface FulfilmentSettings {
+  url: string;
+  timeoutMs: number;
+}
+
+/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+export interface OutboxSettings {
+  smtp: SmtpSettings | null;
+  fulfilment: FulfilmentSettings | null;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -47,6 +66,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  outbox: OutboxSettings;
 }
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
@@ -110,6 +130,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
+    outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -124,6 +145,20 @@ function readPayu(read: EnvReader): PayuSettings | null {
   return null;
 }
 
+function readOutbox(read: EnvReader): OutboxSettings {
+  const smtpUrl = read.url('SMTP_URL', ['smtp:', 'smtps:'], 'smtp://user:password@host:587 or smtps://user:password@host:465');
+  const from = read.mailAddress('MAIL_FROM');
+  const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
+  const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
+  const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
+  if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
+  return {
+    smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
+    fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
+  };
+}
+
 class EnvReader {
   constructor(
     private readonly env: Env,
@@ -132,6 +167,10 @@ class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
   }
 
   private raw(name: string): string | undefined {
@@ -202,6 +241,36 @@ class EnvReader {
       return undefined;
     }
     return secrets;
+  }
+
+  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
+  url(name: string, schemes: string[], example: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
+      return undefined;
+    }
+    if (!schemes.includes(url.protocol) || url.hostname === '') {
+      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  mailAddress(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const addresses = addressparser(raw, { flatten: true });
+    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
+      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
+      return undefined;
+    }
+    return raw;
   }
 
   databaseUrl(name: string): string {

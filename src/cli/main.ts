@@ -4,6 +4,7 @@ import { systemClock } from '../clock.js';
 import { loadConfig, type Config } from '../config.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../store/open-store.js';
+import { registerOutboxCommand } from './commands/outbox.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
@@ -53,6 +54,8 @@ program
       await store.close();
     }
   });
+
+registerOutboxCommand(program, configOrExit);
 
 function configOrExit(): Config {
   try {
