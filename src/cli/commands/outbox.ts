@@ -31,8 +31,11 @@ function outboxLine(entry: OutboxEntry): string {
     .replace(/\s*\n\s*/g, ' ');
 }
 
-/** `webhook-inbox outbox list|retry`: the side effects (receipts, fulfilment requests) for operators. */
-export function registerOutboxCommand(program: Command, loadConfig: () => Config): void {
+/**
+ * `webhook-inbox outbox list|retry`: the side effects (receipts, fulfilment requests) for operators.
+ * A refused retry throws, so the CLI reports it and exits 1.
+ */
+export function registerOutboxCommand(program: Command, loadConfig: () => Config, print: (line: string) => void = console.log): void {
   const outbox = program.command('outbox').description('inspect and retry side effects: receipt e-mails, fulfilment requests');
 
   outbox
@@ -43,29 +46,28 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
     .option('--json', 'print JSON')
     .action(async (options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
       const entries = await withOutbox(loadConfig(), (store) => store.list({ status: options.status, limit: options.limit }));
-      if (options.json) console.log(JSON.stringify(entries, null, 2));
-      else if (entries.length === 0) console.log(options.status ? `no ${options.status} outbox rows` : 'the outbox is empty');
-      else for (const entry of entries) console.log(outboxLine(entry));
+      if (options.json) print(JSON.stringify(entries, null, 2));
+      else if (entries.length === 0) print(options.status ? `no ${options.status} outbox rows` : 'the outbox is empty');
+      else for (const entry of entries) print(outboxLine(entry));
     });
 
-  outbox
+  const retry = outbox
     .command('retry')
     .description('make a failed or skipped row due again (same idempotency key, fresh attempts): one by id, or all with --status')
     .argument('[id]', 'outbox row id', positiveInteger)
     .addOption(new Option('--status <status>', 'every row in this status').choices(RETRYABLE))
     .action(async (id: number | undefined, options: { status?: OutboxStatus }) => {
       if ((id === undefined) === (options.status === undefined)) {
-        outbox.error('outbox retry: give either a row id or --status failed|skipped', { exitCode: 2 });
+        retry.error('outbox retry: give either a row id or --status failed|skipped', { exitCode: 2 });
       }
       await withOutbox(loadConfig(), async (store) => {
         if (id === undefined) {
-          console.log(`${await store.retry({ status: options.status! })} ${options.status} rows are pending again`);
+          print(`${await store.retry({ status: options.status! })} ${options.status} rows are pending again`);
         } else if ((await store.retry({ id })) === 1) {
-          console.log(`outbox row ${id} is pending again`);
+          print(`outbox row ${id} is pending again`);
         } else {
           const entry = await store.find(id);
-          console.error(entry ? `outbox row ${id} is ${entry.status}; only ${RETRYABLE.join(' or ')} rows can be retried` : `no outbox row ${id}`);
-          process.exitCode = 1;
+          throw new Error(entry ? `outbox row ${id} is ${entry.status}; only ${RETRYABLE.join(' or ')} rows can be retried` : `no outbox row ${id}`);
         }
       });
     });
