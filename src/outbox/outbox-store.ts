@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
+import { newLease } from '../store/lease.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
 
 /** A side effect as a transport sees it. */
@@ -71,18 +71,10 @@ export class OutboxStore {
   /** Takes the lease if the row is due; null when another dispatcher holds it or it is not due. */
   async claim(id: number, owner: string, leaseMs: number): Promise<{ lease: OutboxLease; message: OutboxMessage } | null> {
     const now = this.clock.now();
-    const expiresAt = new Date(now.getTime() + leaseMs);
-    const token = randomUUID();
+    const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
     const claimed = await this.db
       .updateTable('outbox')
-      .set((eb) => ({
-        status: 'sending',
-        attempts: eb('attempts', '+', 1),
-        lease_owner: owner,
-        lease_token: token,
-        lease_expires_at: toDbTime(expiresAt),
-        next_attempt_at: toDbTime(expiresAt),
-      }))
+      .set((eb) => ({ status: 'sending', attempts: eb('attempts', '+', 1), ...columns }))
       .where('id', '=', id)
       .where('status', 'in', UNFINISHED)
       .where('next_attempt_at', '<=', toDbTime(now))
