@@ -8,7 +8,7 @@ import type { OutboxStatus } from '../../src/store/schema.js';
 import { toDbTime } from '../../src/store/schema.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { startFulfilmentServer, startSmtpServer, type FulfilmentDownstream, type SmtpDownstream } from '../support/downstream.js';
-import { Harness, waitFor } from '../support/harness.js';
+import { Harness, testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const databases = await createTestDatabases();
@@ -52,6 +52,8 @@ for (const backend of STORE_BACKENDS) {
         FULFILLMENT_TIMEOUT_MS: String(FULFILLMENT_TIMEOUT_MS),
         RETRY_BASE_SECONDS: '0.05',
         RETRY_MAX_SECONDS: '0.2',
+        // Fast retries must not run out while a test holds the downstream back on a busy machine.
+        MAX_ATTEMPTS: '1000',
         SWEEP_INTERVAL_MS: '50',
       });
       outbox = new OutboxStore(server.db, server.clock);
@@ -172,6 +174,14 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(callsFor(paymentId).map((c) => c.key), [`fulfilment:stripe:${paymentId}`, `fulfilment:stripe:${paymentId}`]);
     });
 
+    test('a receipt for a payment without an e-mail address is skipped, saying why', async () => {
+      const now = toDbTime(server.clock.now());
+      const payload = JSON.stringify({ provider: 'stripe', paymentId: 'pi_no_email', courseId: 'rust-101', amount: 4900, currency: 'USD', email: null });
+      await server.db.insertInto('outbox').values({ idempotency_key: 'receipt:stripe:pi_no_email', kind: 'receipt_email', payload, status: 'pending', attempts: 0, next_attempt_at: now, created_at: now }).execute();
+      await waitForRows('the receipt skipped', ['pi_no_email'], 1, 'skipped');
+      assert.equal((await rowsOf('pi_no_email'))[0]!.outcome, 'skipped: the payment has no customer e-mail address');
+    });
+
     test('delivery rate against the local servers (logged, not asserted)', async () => {
       fulfilment.script = () => undefined;
       smtp.verdict = () => 'accept';
@@ -225,6 +235,25 @@ for (const backend of STORE_BACKENDS) {
       ]);
       const skipped = logLines.map((line) => JSON.parse(line) as { msg: string; idempotencyKey: string }).filter((line) => line.msg === 'outbox message not delivered');
       assert.deepEqual(skipped.map((line) => line.idempotencyKey).sort(), ['fulfilment:stripe:pi_skip', 'receipt:stripe:pi_skip']);
+    });
+
+    test('a kind without a transport, and a row whose holders kept dying, fail for an operator', async () => {
+      const now = server.clock.now();
+      const { maxAttempts } = testConfig(db.url).processing;
+      await server.db
+        .insertInto('outbox')
+        .values([
+          { idempotency_key: 'mystery:1', kind: 'mystery', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: toDbTime(now), created_at: toDbTime(now) },
+          // Leased MAX_ATTEMPTS times already, by dispatchers that died before any verdict.
+          { idempotency_key: 'fulfilment:stripe:pi_doomed', kind: 'fulfilment', payload: '{}', status: 'sending', attempts: maxAttempts, next_attempt_at: toDbTime(new Date(now.getTime() - 1)), created_at: toDbTime(now) },
+        ])
+        .execute();
+      await waitFor('both rows failed', async () => (await server.db.selectFrom('outbox').select('id').where('status', '=', 'failed').execute()).length === 2);
+      const rows = await server.db.selectFrom('outbox').select(['idempotency_key', 'last_error', 'next_attempt_at']).where('status', '=', 'failed').orderBy('idempotency_key').execute();
+      assert.deepEqual(rows, [
+        { idempotency_key: 'fulfilment:stripe:pi_doomed', last_error: `gave up after ${maxAttempts} attempts without completion`, next_attempt_at: null },
+        { idempotency_key: 'mystery:1', last_error: 'no transport for outbox kind "mystery"', next_attempt_at: null },
+      ]);
     });
   });
 }
