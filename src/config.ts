@@ -147,8 +147,11 @@ function readPayu(read: EnvReader): PayuSettings | null {
   const merchantKey = read.optionalSecret('PAYU_MERCHANT_KEY');
   const merchantSalt = read.optionalSecret('PAYU_MERCHANT_SALT');
   if (merchantKey && merchantSalt) return { merchantKey, merchantSalt };
-  if (merchantKey) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
-  if (merchantSalt) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
+  // Judged on presence, not validity: a bad value is reported once, not again as a missing partner.
+  const keySet = read.isSet('PAYU_MERCHANT_KEY');
+  const saltSet = read.isSet('PAYU_MERCHANT_SALT');
+  if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
+  if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
 }
 
@@ -160,6 +163,10 @@ class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
   }
 
   private raw(name: string): string | undefined {
