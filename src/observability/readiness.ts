@@ -18,8 +18,6 @@ export interface ReadinessReport {
   checks: Record<string, CheckReport>;
 }
 
-const CHECK_TIMEOUT_MS = 2000;
-
 /**
  * The checks behind GET /readyz. The store registers its own; other transports (a queue) add theirs
  * with `add`. Checks run concurrently, each bounded in time, and a change of state is logged once
@@ -29,7 +27,10 @@ export class Readiness {
   private readonly checks = new Map<string, ReadinessCheck>();
   private readonly failing = new Set<string>();
 
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly timeoutMs = 2000,
+  ) {}
 
   add(check: ReadinessCheck): void {
     if (this.checks.has(check.name)) throw new Error(`a readiness check named "${check.name}" is already registered`);
@@ -45,7 +46,7 @@ export class Readiness {
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+      timer = setTimeout(() => reject(new Error(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
     });
     let error: string | undefined;
     try {
