@@ -56,7 +56,7 @@ export class KyselyInboxStore implements InboxStore {
       const now = toDbTime(this.clock.now());
       const inserted = await this.db
         .insertInto('webhook_events')
-        .ignore()
+        .orIgnore()
         .values({
           provider: event.provider,
           event_id: event.eventId,
