@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { Harness } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 import { TcpProxy } from '../support/tcp-proxy.js';
 
-const databases = { proxied: await createTestDatabase(), unmigrated: await createTestDatabase() };
+const proxiedDatabase = await createTestDatabase('mysql');
+const unmigratedDatabases = await createTestDatabases();
 
 interface Readyz {
   status: number;
@@ -17,13 +18,13 @@ async function readyz(harness: Harness): Promise<Readyz> {
   return { status: response.status, body: (await response.json()) as Readyz['body'] };
 }
 
-describe('health and readiness when the database goes away and comes back', { skip: 'skip' in databases.proxied && databases.proxied.skip }, () => {
+describe('health and readiness when the database goes away and comes back', { skip: 'skip' in proxiedDatabase && proxiedDatabase.skip }, () => {
   let db: TestDatabase;
   let proxy: TcpProxy;
   let harness: Harness;
 
   before(async () => {
-    db = databases.proxied as TestDatabase;
+    db = proxiedDatabase as TestDatabase;
     const direct = new URL(db.url);
     proxy = new TcpProxy({ host: direct.hostname, port: Number(direct.port || 3306) });
     await proxy.open();
@@ -60,45 +61,48 @@ describe('health and readiness when the database goes away and comes back', { sk
   });
 });
 
-describe('readiness: pending migrations and registered checks', { skip: 'skip' in databases.unmigrated && databases.unmigrated.skip }, () => {
-  let db: TestDatabase;
-  let harness: Harness;
-  let queueUp = true;
+for (const backend of STORE_BACKENDS) {
+  const database = unmigratedDatabases[backend];
+  describe(`readiness: pending migrations and registered checks (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let db: TestDatabase;
+    let harness: Harness;
+    let queueUp = true;
 
-  before(async () => {
-    db = databases.unmigrated as TestDatabase;
-    const queue = {
-      name: 'queue',
-      check: async () => {
-        if (!queueUp) throw new Error('redis: connection refused');
-      },
-    };
-    harness = await Harness.start(db.url, { MIGRATE_ON_START: 'false' }, { readinessChecks: [queue] });
+    before(async () => {
+      db = database as TestDatabase;
+      const queue = {
+        name: 'queue',
+        check: async () => {
+          if (!queueUp) throw new Error('redis: connection refused');
+        },
+      };
+      harness = await Harness.start(db.url, { MIGRATE_ON_START: 'false' }, { readinessChecks: [queue] });
+    });
+    after(async () => {
+      await harness?.close();
+      await db?.drop();
+    });
+
+    test('503 until the migrations are applied, and while a registered check fails', async () => {
+      const unmigrated = await readyz(harness);
+      assert.equal(unmigrated.status, 503);
+      assert.equal(unmigrated.body.checks.store?.ok, true);
+      assert.equal(unmigrated.body.checks.migrations?.ok, false);
+      assert.match(unmigrated.body.checks.migrations?.error ?? '', /not applied: 0001_webhook_events, 0002_course_platform/);
+      assert.equal(unmigrated.body.checks.queue?.ok, true);
+
+      await harness.inbox.store.migrate();
+      assert.equal((await readyz(harness)).status, 200);
+
+      queueUp = false;
+      const queueDown = await readyz(harness);
+      assert.equal(queueDown.status, 503);
+      assert.deepEqual(
+        Object.entries(queueDown.body.checks).filter(([, check]) => !check.ok).map(([name, check]) => [name, check.error]),
+        [['queue', 'redis: connection refused']],
+      );
+      queueUp = true;
+      assert.equal((await readyz(harness)).status, 200);
+    });
   });
-  after(async () => {
-    await harness?.close();
-    await db?.drop();
-  });
-
-  test('503 until the migrations are applied, and while a registered check fails', async () => {
-    const unmigrated = await readyz(harness);
-    assert.equal(unmigrated.status, 503);
-    assert.equal(unmigrated.body.checks.store?.ok, true);
-    assert.equal(unmigrated.body.checks.migrations?.ok, false);
-    assert.match(unmigrated.body.checks.migrations?.error ?? '', /not applied: 0001_webhook_events, 0002_course_platform/);
-    assert.equal(unmigrated.body.checks.queue?.ok, true);
-
-    await harness.inbox.store.migrate();
-    assert.equal((await readyz(harness)).status, 200);
-
-    queueUp = false;
-    const queueDown = await readyz(harness);
-    assert.equal(queueDown.status, 503);
-    assert.deepEqual(
-      Object.entries(queueDown.body.checks).filter(([, check]) => !check.ok).map(([name, check]) => [name, check.error]),
-      [['queue', 'redis: connection refused']],
-    );
-    queueUp = true;
-    assert.equal((await readyz(harness)).status, 200);
-  });
-});
+}
