@@ -1,12 +1,10 @@
-import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { COURSE_EFFECTS } from '../domain/course-platform.js';
-import type { InboxDatabase } from '../store/schema.js';
 import { OutboxDispatcher } from './dispatcher.js';
 import { httpFulfilment } from './fulfilment-http.js';
-import { OutboxStore } from './outbox-store.js';
+import type { OutboxStore } from './outbox-store.js';
 import { smtpReceipts } from './receipt-email.js';
 import { skipping, type OutboxTransports } from './transport.js';
 
@@ -28,12 +26,12 @@ export function courseTransports(config: Config): OutboxTransports {
  */
 export function createOutboxDispatcher(
   config: Config,
-  dependencies: { db: Kysely<InboxDatabase>; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports },
+  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports },
 ): OutboxDispatcher {
   const { processing, outbox } = config;
   const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
   return new OutboxDispatcher({
-    store: new OutboxStore(dependencies.db, dependencies.clock),
+    store: dependencies.store,
     transports: { ...courseTransports(config), ...dependencies.transports },
     owner: dependencies.owner,
     leaseMs: processing.leaseMs + transportTimeoutMs,

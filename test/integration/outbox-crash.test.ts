@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { createOutboxDispatcher } from '../../src/outbox/open-outbox.js';
+import { OutboxStore } from '../../src/outbox/outbox-store.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { InboxStore } from '../../src/store/store.js';
 import { exitOf, runCli, type CliProcess } from '../support/cli.js';
@@ -83,7 +84,7 @@ for (const backend of STORE_BACKENDS) {
 
       // The successor: another dispatcher on the same database, once the dead one's lease has run out.
       const config = testConfig(db.url, env());
-      const successor = createOutboxDispatcher(config, { db: store.db, clock, logger: pino({ level: 'silent' }), owner: 'successor' });
+      const successor = createOutboxDispatcher(config, { store: new OutboxStore(store.db, clock), clock, logger: pino({ level: 'silent' }), owner: 'successor' });
       assert.equal((await successor.runOnce()).due, 0, 'nothing is taken over while the lease lasts');
       clock.advance(config.processing.leaseMs + TRANSPORT_TIMEOUT_MS + 1);
       const counts = await successor.runOnce();

@@ -9,6 +9,7 @@ import { toDbTime } from '../../src/store/schema.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { startFulfilmentServer, startSmtpServer, type FulfilmentDownstream, type SmtpDownstream } from '../support/downstream.js';
 import { Harness, testConfig, waitFor } from '../support/harness.js';
+import { metricValue } from '../support/metrics.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const databases = await createTestDatabases();
@@ -168,6 +169,8 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(failed.attempts, 1, 'no automatic retry');
       assert.equal(failed.last_error, 'HTTP 422: {"error":"unknown course"}');
       assert.equal(failed.next_attempt_at, null);
+      const scraped = await fetch(`${server.url}/metrics`).then((r) => r.text());
+      assert.equal(metricValue(scraped, 'webhook_inbox_outbox_messages', { status: 'failed' }), 1, 'the failed row shows in the metrics');
 
       assert.equal(await outbox.retry({ id: failed.id }), 1);
       await waitForRows('sent after the operator retry', [paymentId], 2);

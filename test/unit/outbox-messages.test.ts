@@ -57,15 +57,6 @@ describe('outbox configuration', () => {
     });
   });
 
-  test('bad values are named, and the SMTP password is never echoed', () => {
-    const found = problems({ SMTP_URL: 'http://u:hunter2@mail.example', MAIL_FROM: 'not an address', FULFILLMENT_URL: 'ftp://x', FULFILLMENT_TIMEOUT_MS: '0', SMTP_TIMEOUT_MS: 'soon' });
-    assert.equal(found.length, 5, found.join('\n'));
-    for (const name of ['SMTP_URL', 'MAIL_FROM', 'FULFILLMENT_URL', 'FULFILLMENT_TIMEOUT_MS', 'SMTP_TIMEOUT_MS']) {
-      assert.ok(found.some((p) => p.startsWith(`${name} `)), `${name} named`);
-    }
-    assert.ok(!found.join('\n').includes('hunter2'));
-  });
-
   test('SMTP_URL and MAIL_FROM come together', () => {
     assert.deepEqual(problems({ SMTP_URL: 'smtp://mail.example' }), ["MAIL_FROM must be set when SMTP_URL is set (the receipts' sender address)"]);
     assert.deepEqual(problems({ MAIL_FROM: 'receipts@shop.example' }), ['SMTP_URL must be set when MAIL_FROM is set']);
