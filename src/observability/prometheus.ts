@@ -161,8 +161,7 @@ class CachedStats<T> {
   get(): Promise<T | null> {
     if (this.reading) return this.reading;
     if (this.options.clock.now().getTime() - this.readAt < STATS_MAX_AGE_MS) return Promise.resolve(this.value);
-    this.reading = this
-      .read()
+    this.reading = this.read()
       .then(
         (stats) => (this.value = stats),
         (error: unknown) => {
