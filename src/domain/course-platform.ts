@@ -1,13 +1,6 @@
 import type { PaymentContext, PaymentHandlers } from './handlers.js';
 import type { PaymentRow } from './payments.js';
 
-/**
- * The reference business: a course platform. A captured payment creates one order, one enrollment
- * per (user, course), one receipt and one fulfilment request in the outbox; a full refund revokes
- * what the payment granted and, when a fulfilment was requested, asks for its cancellation.
- * Unique keys make every write idempotent on its own.
- */
-
 /** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */
 export const COURSE_EFFECTS = {
   receipt: 'receipt_email',
@@ -142,6 +135,12 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
   if (requested) await addEffect(context, COURSE_EFFECTS.cancellation, cancellationKey(payment.provider, payment.payment_id), fulfilment);
 }
 
+/**
+ * The reference business: a course platform. A captured payment creates one order, one enrollment
+ * per (user, course), one receipt and one fulfilment request in the outbox; a full refund revokes
+ * what the payment granted and, when a fulfilment was requested, asks for its cancellation.
+ * Unique keys make every write idempotent on its own.
+ */
 export const coursePlatform: PaymentHandlers = {
   captured: [grantCourse],
   refunded: [revokeCourse],
