@@ -35,9 +35,10 @@ export function httpFulfilment(settings: FulfilmentSettings, action: FulfilmentA
         throw error;
       }
 
+      // A success is recorded by its status alone: the body may echo the customer's details.
+      if (response.ok) return { status: 'sent', outcome: `HTTP ${response.status}` };
+      if (response.status === 409) return { status: 'sent', outcome: 'already done: HTTP 409' };
       const answer = `HTTP ${response.status}${body ? `: ${body}` : ''}`;
-      if (response.ok) return { status: 'sent', outcome: answer };
-      if (response.status === 409) return { status: 'sent', outcome: `already done: ${answer}` };
       if (response.status === 408 || response.status === 429 || response.status >= 500) {
         throw new RetryLaterError(answer, retryAfterMs(response.headers.get('retry-after')));
       }
