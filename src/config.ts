@@ -1,3 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import addressparser from 'nodemailer/lib/addressparser';
 import { ConfigError } from './errors.js';
 import { databaseUrlProblem } from './store/open-store.js';
 
@@ -36,6 +40,24 @@ export interface ProcessingSettings {
   inlineWaitMs: number;
 }
 
+export interface SmtpSettings {
+  /** smtp:// or smtps:// with credentials; never logged. */
+  url: string;
+  from: string;
+  timeoutMs: number;
+}
+
+export interface FulfilmentSettings {
+  url: string;
+  timeoutMs: number;
+}
+
+/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+export interface OutboxSettings {
+  smtp: SmtpSettings | null;
+  fulfilment: FulfilmentSettings | null;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -47,6 +69,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  outbox: OutboxSettings;
 }
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
@@ -62,11 +85,38 @@ interface NumberRange {
   hint?: string;
 }
 
+export interface Environment {
+  variables: Env;
+  /** The .env file read beneath the real environment, or null when there was none. */
+  file: string | null;
+}
+
 /**
- * Reads and validates the whole configuration from the environment. Every problem is collected, so
- * one start-up attempt names every bad variable at once.
+ * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
+ * `./.env` when present. A variable set in the real environment wins over the file.
  */
-export function loadConfig(env: Env = process.env): Config {
+export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
+  const named = env.ENV_FILE?.trim();
+  const file = resolve(cwd, named || '.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!named && code === 'ENOENT') return { variables: env, file: null };
+    const reason = code ?? (error as Error).message;
+    throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
+  }
+  const variables: Env = parseEnv(text);
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
+  return { variables, file };
+}
+
+/**
+ * Reads and validates the whole configuration from the environment (by default the process's, over
+ * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
+ */
+export function loadConfig(env: Env = readEnvironment().variables): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -110,6 +160,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
+    outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -119,9 +170,26 @@ function readPayu(read: EnvReader): PayuSettings | null {
   const merchantKey = read.optionalSecret('PAYU_MERCHANT_KEY');
   const merchantSalt = read.optionalSecret('PAYU_MERCHANT_SALT');
   if (merchantKey && merchantSalt) return { merchantKey, merchantSalt };
-  if (merchantKey) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
-  if (merchantSalt) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
+  // Judged on presence, not validity: a bad value is reported once, not again as a missing partner.
+  const keySet = read.isSet('PAYU_MERCHANT_KEY');
+  const saltSet = read.isSet('PAYU_MERCHANT_SALT');
+  if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
+  if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
+}
+
+function readOutbox(read: EnvReader): OutboxSettings {
+  const smtpUrl = read.url('SMTP_URL', ['smtp:', 'smtps:'], 'smtp://user:password@host:587 or smtps://user:password@host:465');
+  const from = read.mailAddress('MAIL_FROM');
+  const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
+  const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
+  const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
+  if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
+  return {
+    smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
+    fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
+  };
 }
 
 class EnvReader {
@@ -132,6 +200,10 @@ class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
   }
 
   private raw(name: string): string | undefined {
@@ -202,6 +274,36 @@ class EnvReader {
       return undefined;
     }
     return secrets;
+  }
+
+  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
+  url(name: string, schemes: string[], example: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
+      return undefined;
+    }
+    if (!schemes.includes(url.protocol) || url.hostname === '') {
+      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  mailAddress(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const addresses = addressparser(raw, { flatten: true });
+    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
+      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
+      return undefined;
+    }
+    return raw;
   }
 
   databaseUrl(name: string): string {

@@ -3,6 +3,8 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config.js';
 import { ProcessingPendingError } from './errors.js';
+import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
+import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
 import type { Sweeper } from './processing/sweeper.js';
 import type { WorkerPool } from './processing/worker-pool.js';
@@ -18,12 +20,21 @@ export interface ReceiveResult {
 
 const INLINE_POLL_MS = 25;
 
+/** Background work that runs wherever the workers run (the outbox dispatcher). */
+export interface BackgroundComponent {
+  start(): void;
+  /** Resolves once in-flight work finished or `timeoutMs` passed. */
+  stop(timeoutMs: number): Promise<unknown>;
+}
+
 /**
  * The pipeline: verify -> record -> acknowledge, then process in the background (default) or before
  * answering (inline). Verification is separate from receiving, so an already verified or stored
  * event can be received without pretending it was just delivered.
  */
 export class Inbox {
+  private readonly components: BackgroundComponent[] = [];
+
   constructor(
     readonly store: InboxStore,
     readonly providers: ProviderRegistry,
@@ -33,12 +44,22 @@ export class Inbox {
     private readonly settings: ProcessingSettings,
     readonly clock: Clock,
     readonly logger: Logger,
+    readonly metrics: InboxMetrics,
+    readonly readiness: Readiness,
   ) {}
 
   /** Authenticates a raw delivery (nothing is written when that fails), then receives it. */
   async verifyAndReceive(provider: string, delivery: RawDelivery): Promise<ReceiveResult> {
-    const verified = this.providers.verifier(provider).verify(delivery);
-    return this.receive(verified);
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const received = await this.receive(this.providers.verifier(provider).verify(delivery));
+      this.metrics.deliveryAnswered(provider, received.outcome === 'recorded' ? 'accepted' : 'duplicate', seconds());
+      return received;
+    } catch (error) {
+      this.metrics.deliveryAnswered(provider, deliveryResult(error), seconds());
+      throw error;
+    }
   }
 
   /** Records a verified event; resolves once the record is durable (and, inline, processed). */
@@ -71,15 +92,21 @@ export class Inbox {
     throw new ProcessingPendingError('event is still being processed; retry later');
   }
 
+  /** Runs `component` beside the workers: started by start(), stopped by stop() before the store closes. */
+  attach(component: BackgroundComponent): void {
+    this.components.push(component);
+  }
+
   /** Starts the background workers (the sweeper also retries failed events in inline mode). */
   start(): void {
     this.sweeper.start(this.settings.sweepIntervalMs);
+    for (const component of this.components) component.start();
   }
 
   /** Stops taking work, lets in-flight events finish (bounded), then closes the store. */
   async stop(timeoutMs: number): Promise<void> {
     await this.sweeper.stop();
-    const drained = await this.pool.stop(timeoutMs);
+    const [drained] = await Promise.all([this.pool.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
     if (!drained) this.logger.warn('shutdown timeout: in-flight events keep their lease and will be taken over');
     await this.store.close();
   }

@@ -1,9 +1,11 @@
 import { Command } from 'commander';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
-import { loadConfig, type Config } from '../config.js';
+import { formatConfig, maskedConfig } from '../config-display.js';
+import { loadConfig, readEnvironment, type Config } from '../config.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../store/open-store.js';
+import { registerOutboxCommand } from './commands/outbox.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
@@ -15,7 +17,7 @@ program
   .command('serve')
   .description('run the HTTP receiver with background workers')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const { app, inbox } = await createApp(config);
     let stopping = false;
     const shutdown = (signal: string) => {
@@ -44,7 +46,7 @@ program
   .command('migrate')
   .description('apply pending database migrations and exit')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
     try {
       const applied = await store.migrate();
@@ -54,9 +56,23 @@ program
     }
   });
 
-function configOrExit(): Config {
+program
+  .command('config')
+  .description('print the effective configuration (environment over .env), secrets masked')
+  .option('--json', 'print JSON')
+  .action((options: { json?: boolean }) => {
+    const { config, file } = configOrExit();
+    const masked = maskedConfig(config);
+    if (options.json) console.log(JSON.stringify({ envFile: file, config: masked }, null, 2));
+    else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
+  });
+
+registerOutboxCommand(program, () => configOrExit().config);
+
+function configOrExit(): { config: Config; file: string | null } {
   try {
-    return loadConfig();
+    const { variables, file } = readEnvironment();
+    return { config: loadConfig(variables), file };
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import type { ExpressionOrFactory, Kysely, Selectable, SqlBool } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -105,47 +105,56 @@ export interface ClaimRequest {
  * Takes the leases of many events with one conditional UPDATE and reads them with one SELECT. Every
  * event claimed by the statement carries its token; the fence checks id and token together, so a
  * shared token still fences each event on its own. When an id is asked for twice, one caller wins.
+ * Takeovers (processing under an expired lease) are a second UPDATE with a token of their own, only
+ * for the ids the first did not take, so a takeover is known as one (metrics and logs).
  */
 export async function claimBatch(db: Kysely<InboxDatabase>, now: Date, requests: ClaimRequest[]): Promise<Array<ClaimedEvent | null>> {
   const results: Array<ClaimedEvent | null> = requests.map(() => null);
   const groups = new Map<string, number[]>();
   requests.forEach((r, index) => groups.set(`${r.owner}\u0000${r.leaseMs}`, [...(groups.get(`${r.owner}\u0000${r.leaseMs}`) ?? []), index]));
+  const dueAt = toDbTime(now);
   for (const indexes of groups.values()) {
     const { owner, leaseMs } = requests[indexes[0]!]!;
     const ids = [...new Set(indexes.map((i) => requests[i]!.id))];
     const expiresAt = new Date(now.getTime() + leaseMs);
+    const takeLease = async (token: string, due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
+      const claimed = await db
+        .updateTable('webhook_events')
+        .set((eb) => ({
+          status: 'processing',
+          attempts: eb('attempts', '+', 1),
+          lease_owner: owner,
+          lease_token: token,
+          lease_expires_at: toDbTime(expiresAt),
+          next_attempt_at: toDbTime(expiresAt),
+        }))
+        .where('id', 'in', ids)
+        .where(due)
+        .executeTakeFirst();
+      return Number(claimed.numUpdatedRows);
+    };
     const token = randomUUID();
-    const claimed = await db
-      .updateTable('webhook_events')
-      .set((eb) => ({
-        status: 'processing',
-        attempts: eb('attempts', '+', 1),
-        lease_owner: owner,
-        lease_token: token,
-        lease_expires_at: toDbTime(expiresAt),
-        next_attempt_at: toDbTime(expiresAt),
-      }))
-      .where('id', 'in', ids)
-      .where((eb) =>
-        eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))])]),
-      )
-      .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n) continue;
-    const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).where('lease_token', '=', token).execute();
+    const takeoverToken = randomUUID();
+    let taken = await takeLease(token, (eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', '<=', dueAt)])]));
+    if (taken < ids.length) taken += await takeLease(takeoverToken, (eb) => eb.and([eb('status', '=', 'processing'), eb('next_attempt_at', '<=', dueAt)]));
+    if (taken === 0) continue;
+    const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).where('lease_token', 'in', [token, takeoverToken]).execute();
     const byId = new Map(rows.map((row) => [row.id, row]));
     for (const index of indexes) {
       const row = byId.get(requests[index]!.id);
       if (!row) continue;
       byId.delete(row.id);
-      results[index] = claimedEvent(row, { id: row.id, owner, token, expiresAt, attempts: row.attempts });
+      const lease: Lease = { id: row.id, owner, token: row.lease_token!, expiresAt, attempts: row.attempts };
+      results[index] = claimedEvent(row, lease, row.lease_token === takeoverToken);
     }
   }
   return results;
 }
 
-function claimedEvent(row: Selectable<WebhookEventsTable>, lease: Lease): ClaimedEvent {
+function claimedEvent(row: Selectable<WebhookEventsTable>, lease: Lease, takeover: boolean): ClaimedEvent {
   return {
     lease,
+    takeover,
     event: {
       id: row.id,
       provider: row.provider as ProviderName,

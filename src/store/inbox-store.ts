@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { VerifiedEvent } from '../providers/provider.js';
@@ -15,7 +15,7 @@ import {
 } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, RecordResult } from './store.js';
+import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
@@ -70,15 +70,26 @@ export class KyselyInboxStore implements InboxStore {
 
   private async applyMigrations(): Promise<string[]> {
     await this.dialect.ensureDatabase(this.url);
-    const migrator = new Migrator({
+    const { error, results } = await this.migrator().migrateToLatest();
+    if (error) throw error;
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  async pendingMigrations(): Promise<string[]> {
+    return this.guard(async () => (await this.migrator().getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
+  }
+
+  private migrator(): Migrator {
+    return new Migrator({
       db: this.db,
       provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
       migrationTableName: 'schema_migrations',
       migrationLockTableName: 'schema_migrations_lock',
     });
-    const { error, results } = await migrator.migrateToLatest();
-    if (error) throw error;
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  async ping(): Promise<void> {
+    await this.guard(() => sql`select 1`.execute(this.db));
   }
 
   /** Resolves once the batch that carries the event has committed. */
@@ -201,6 +212,34 @@ export class KyselyInboxStore implements InboxStore {
     });
   }
 
+  async pipelineStats(): Promise<PipelineStats> {
+    return this.guard(async () => {
+      const now = toDbTime(this.clock.now());
+      // Pending events are exactly those with a next attempt time: the index bounds the scan to them.
+      const pending = this.db
+        .selectFrom('webhook_events')
+        .select((eb) => [
+          eb.fn.sum<number | string | null>(eb.case().when('next_attempt_at', '<=', now).then(1).else(0).end()).as('due'),
+          eb.fn.sum<number | string | null>(eb.case().when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)])).then(1).else(0).end()).as('stuck'),
+          eb.fn.min('created_at').as('oldest'),
+        ])
+        .where('next_attempt_at', 'is not', null)
+        .executeTakeFirstOrThrow();
+      const failed = this.db
+        .selectFrom('webhook_events')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('status', '=', 'failed')
+        .where('next_attempt_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      const [counts, givenUp] = await Promise.all([pending, failed]);
+      return {
+        due: Number(counts.due ?? 0),
+        stuck: Number(counts.stuck ?? 0),
+        oldestPendingAt: counts.oldest ? fromDbTime(counts.oldest) : null,
+        failed: Number(givenUp.n),
+      };
+    });
+  }
   async eventState(id: number): Promise<EventState | null> {
     return this.guard(async () => {
       const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
