@@ -122,38 +122,50 @@ function describeStep(step: Step): string {
   return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
+/** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */
+const running = new Set<() => Promise<void>>();
+
+async function holding<T>(cleanup: () => Promise<void>, body: () => Promise<T>): Promise<T> {
+  running.add(cleanup);
+  try {
+    return await body();
+  } finally {
+    running.delete(cleanup);
+    await cleanup();
+  }
+}
+
 async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string): Promise<TargetRun> {
   const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
-  // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
-  const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
-  const target = await startTarget(spec, database.url, workDir, profile);
-  try {
-    if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
-    const paced: Step[] = [];
-    for (const rate of settings.rates) {
-      const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);
-      console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
-      paced.push(step);
-    }
-    let sustained: Step | null = null;
-    if (settings.sustainedRate !== null) {
-      sustained = await measuredStep(settings, spec, database, target.url, 'paced', settings.durationSec, settings.sustainedRate);
-      console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(sustained)}`);
-    }
-    const saturation = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
-    console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
-    return { target: spec.name, repetition, paced, sustained, saturation, peakRssMb: target.peakRssMb() };
-  } finally {
-    await target.stop();
-    await database.drop();
-  }
+  return holding(database.drop, async () => {
+    // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
+    const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
+    const target = await startTarget(spec, database.url, workDir, profile);
+    return holding(target.stop, async () => {
+      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
+      const paced: Step[] = [];
+      for (const rate of settings.rates) {
+        const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);
+        console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
+        paced.push(step);
+      }
+      let sustained: Step | null = null;
+      if (settings.sustainedRate !== null) {
+        sustained = await measuredStep(settings, spec, database, target.url, 'paced', settings.durationSec, settings.sustainedRate);
+        console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(sustained)}`);
+      }
+      const saturation = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
+      console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
+      return { target: spec.name, repetition, paced, sustained, saturation, peakRssMb: target.peakRssMb() };
+    });
+  });
 }
 
 /** The same saturation load against a table that already holds `rows` events, for each size in turn. */
 async function runGrowth(settings: BenchSettings, workDir: string): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
   const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
-  try {
+  await holding(database.drop, async () => {
     let filled = 0;
     for (const rows of settings.growth) {
       const started = Date.now();
@@ -163,18 +175,14 @@ async function runGrowth(settings: BenchSettings, workDir: string): Promise<Grow
       for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
         const spec = TARGETS[name]!;
         const target = await startTarget(spec, database.url, workDir);
-        try {
+        await holding(target.stop, async () => {
           const step = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
           console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(step)}`);
           runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
-        } finally {
-          await target.stop();
-        }
+        });
       }
     }
-  } finally {
-    await database.drop();
-  }
+  });
   return runs;
 }
 
@@ -209,6 +217,12 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
 
 if (process.argv[1] === import.meta.filename) {
   const settings = parseSettings(process.argv.slice(2));
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping targets and dropping the bench databases`);
+      void Promise.allSettled([...running].map((cleanup) => cleanup())).finally(() => process.exit(130));
+    });
+  }
   const results = await runBench(settings);
   console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}`);
   for (const line of results.summary.checks) console.log(`${line.met ? 'MET    ' : 'NOT MET'} ${line.target}: ${line.measured}`);
