@@ -11,6 +11,8 @@ import { TARGETS } from './targets.js';
 
 export interface Step {
   load: LoadResult;
+  /** CPU of the service process during the load, per acknowledgement (ms). */
+  serviceCpuMsPerAck: number | null;
   /** Null for the baseline, which does not process. */
   processing: ProcessingStats | null;
 }
@@ -41,6 +43,7 @@ export interface TargetSummary {
   ackRatios: number[];
   latencyMs: { p50: number | null; p99: number | null; p99_9: number | null };
   non2xx: number;
+  serviceCpuMsPerAck: number | null;
   processedPerSec: number | null;
   keepUp: number | null;
   lagMs: { p50: number | null; p99: number | null } | null;
@@ -121,7 +124,8 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
         p99: nullableMedian(saturations.map((s) => s.load.latencyMs.p99)),
         p99_9: nullableMedian(saturations.map((s) => s.load.latencyMs.p99_9)),
       },
-      non2xx: own.flatMap((r) => [...r.paced, r.saturation]).reduce((sum, s) => sum + s.load.non2xx + s.load.errors, 0),
+      non2xx: own.flatMap((r) => [...r.paced, ...(r.sustained ? [r.sustained] : []), r.saturation]).reduce((sum, s) => sum + s.load.non2xx + s.load.errors, 0),
+      serviceCpuMsPerAck: nullableMedian(saturations.map((s) => s.serviceCpuMsPerAck)),
       processedPerSec: nullableMedian(processing.map((p) => p.processedPerSec)),
       keepUp: nullableMedian(processing.map((p) => p.keepUp)),
       lagMs: lagOf(processing),
@@ -214,14 +218,14 @@ function markdown(results: BenchResults): string {
     '',
     '## Saturation (closed loop)',
     '',
-    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | processed/s | keep-up | lag p50 / p99 (ms) | peak RSS |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | service CPU per ack | processed/s | keep-up | lag p50 / p99 (ms) | peak RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...summary.targets.map(
       (t) =>
-        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${t.peakRssMb} MB |`,
+        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${t.peakRssMb} MB |`,
     ),
     '',
-    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s.',
+    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks. non-2xx counts every measured step.',
     '',
     ...sustainedSection(results),
     '## Latency against offered load (open loop, measured from the moment each request was due)',

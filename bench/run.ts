@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { describeMachine, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
-import { startTarget, TARGETS, type TargetSpec } from './targets.js';
+import { startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -31,6 +31,8 @@ export interface BenchSettings {
   maxRate: number;
   drainTimeoutSec: number;
   mysqlUrl: string;
+  /** Extra environment for the webhook-inbox targets (e.g. WORKER_CONCURRENCY=8), for experiments. */
+  serviceEnv: Record<string, string>;
   out: string;
   profileDir: string | null;
 }
@@ -69,6 +71,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)
     .option('--drain-timeout <s>', 'how long to wait for processing to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
+    .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8')
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
     .option('--profile <dir>', 'write --cpu-prof profiles of each target process (summarise with bench/profile-summary.ts)')
     .exitOverride()
@@ -91,6 +94,11 @@ export function parseSettings(argv: string[]): BenchSettings {
     maxRate: o.maxRate as number,
     drainTimeoutSec: pick(o.drainTimeout, 120, 20),
     mysqlUrl: o.mysqlUrl as string,
+    serviceEnv: Object.fromEntries(((o.serviceEnv as string[] | undefined) ?? []).map((pair) => {
+      const [key, ...value] = pair.split('=');
+      if (!key || value.length === 0) throw new InvalidArgumentError(`--service-env takes KEY=VALUE (got "${pair}")`);
+      return [key, value.join('=')];
+    })),
     out: resolve(o.out as string),
     profileDir: o.profile ? resolve(o.profile as string) : null,
   };
@@ -107,19 +115,22 @@ async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'],
   return JSON.parse(stdout) as LoadResult;
 }
 
-async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, url: string, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
-  const result = await load(settings, url, mode, seconds, rate);
-  if (spec.kind === 'baseline') return { load: result, processing: null };
+async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, target: RunningTarget, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
+  const cpuBefore = target.cpuSeconds();
+  const result = await load(settings, target.url, mode, seconds, rate);
+  // CPU of the service process while the load ran (its share of the 2 cores), per acknowledgement.
+  const serviceCpuMsPerAck = result.acks === 0 ? null : Math.round(((target.cpuSeconds() - cpuBefore) * 1e6) / result.acks) / 1000;
+  if (spec.kind === 'baseline') return { load: result, serviceCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing not finished ${settings.drainTimeoutSec}s after the load ended`);
-  return { load: result, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
+  return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
 }
 
 function describeStep(step: Step): string {
   const { load: l, processing: p } = step;
   const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */
@@ -140,21 +151,21 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   return holding(database.drop, async () => {
     // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
     const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
-    const target = await startTarget(spec, database.url, workDir, profile);
+    const target = await startTarget(spec, database.url, workDir, { nodeArgs: profile, env: settings.serviceEnv });
     return holding(target.stop, async () => {
-      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target.url, 'saturate', settings.warmupSec);
+      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
       const paced: Step[] = [];
       for (const rate of settings.rates) {
-        const step = await measuredStep(settings, spec, database, target.url, 'paced', settings.pacedDurationSec, rate);
+        const step = await measuredStep(settings, spec, database, target, 'paced', settings.pacedDurationSec, rate);
         console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
         paced.push(step);
       }
       let sustained: Step | null = null;
       if (settings.sustainedRate !== null) {
-        sustained = await measuredStep(settings, spec, database, target.url, 'paced', settings.durationSec, settings.sustainedRate);
+        sustained = await measuredStep(settings, spec, database, target, 'paced', settings.durationSec, settings.sustainedRate);
         console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(sustained)}`);
       }
-      const saturation = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
+      const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
       console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
       return { target: spec.name, repetition, paced, sustained, saturation, peakRssMb: target.peakRssMb() };
     });
@@ -174,9 +185,9 @@ async function runGrowth(settings: BenchSettings, workDir: string): Promise<Grow
       console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
       for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
         const spec = TARGETS[name]!;
-        const target = await startTarget(spec, database.url, workDir);
+        const target = await startTarget(spec, database.url, workDir, { env: settings.serviceEnv });
         await holding(target.stop, async () => {
-          const step = await measuredStep(settings, spec, database, target.url, 'saturate', settings.durationSec);
+          const step = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
           console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(step)}`);
           runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
         });

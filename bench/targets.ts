@@ -29,6 +29,8 @@ export interface RunningTarget {
   pid: number;
   /** Peak resident set size of the service process so far (VmHWM), in MB. */
   peakRssMb(): number;
+  /** CPU time (user + system) the service process has used so far, in seconds. */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -44,6 +46,15 @@ function peakRssMb(pid: number): number {
   const line = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return line ? Math.round(Number(line[1]) / 1024) : NaN;
 }
+
+/** utime + stime from /proc/PID/stat (fields 14 and 15, after the parenthesised command name). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** USER_HZ: 100 on every Linux architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
 
 async function waitUntilListening(url: string, child: ChildProcess, logFile: string): Promise<void> {
   const deadline = Date.now() + 30_000;
@@ -63,7 +74,7 @@ async function waitUntilListening(url: string, child: ChildProcess, logFile: str
  * Starts a target as its own process with the service's default settings (LOG_LEVEL info, logs to a
  * file), so its CPU and memory are measured apart from the load generator's.
  */
-export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir: string, nodeArgs: string[] = []): Promise<RunningTarget> {
+export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir: string, extra: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<RunningTarget> {
   const port = await freePort();
   const logFile = join(workDir, `${spec.name}-${port}.log`);
   const log = openSync(logFile, 'a');
@@ -79,8 +90,9 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir
     PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
     PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
     ...spec.env,
+    ...(spec.kind === 'inbox' ? extra.env : {}),
   };
-  const child = spawn(process.execPath, [...nodeArgs, ...script], { cwd: ROOT, env, stdio: ['ignore', log, log] });
+  const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...script], { cwd: ROOT, env, stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}`;
   await waitUntilListening(url, child, logFile);
   const pid = child.pid!;
@@ -88,6 +100,7 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir
     url,
     pid,
     peakRssMb: () => peakRssMb(pid),
+    cpuSeconds: () => cpuSeconds(pid),
     async stop() {
       if (child.exitCode !== null) return;
       child.kill('SIGTERM');
