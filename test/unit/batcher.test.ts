@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Batcher } from '../../src/store/batcher.js';
+
+/** A batch runner that records the batches it got and finishes each when told to. */
+function controlledRunner() {
+  const batches: number[][] = [];
+  const finish: Array<() => void> = [];
+  const run = (inputs: number[]) => {
+    batches.push(inputs);
+    return new Promise<Array<PromiseSettledResult<number>>>((resolve) =>
+      finish.push(() => resolve(inputs.map((n) => (n < 0 ? { status: 'rejected', reason: new Error(`bad ${n}`) } : { status: 'fulfilled', value: n * 10 })))),
+    );
+  };
+  return { batches, finish, run };
+}
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+test('requests of one turn share a batch; while it runs, the next one accumulates', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 100, maxInFlight: 1 });
+  const first = [1, 2, 3].map((n) => batcher.submit(n));
+  await tick();
+  const second = [4, 5].map((n) => batcher.submit(n));
+  await tick();
+  assert.deepEqual(runner.batches, [[1, 2, 3]], 'the second batch waits for the slot');
+  runner.finish[0]!();
+  assert.deepEqual(await Promise.all(first), [10, 20, 30]);
+  await tick();
+  assert.deepEqual(runner.batches, [[1, 2, 3], [4, 5]]);
+  runner.finish[1]!();
+  assert.deepEqual(await Promise.all(second), [40, 50]);
+});
+
+test('batches are capped by count and by weight; several run at once when allowed', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 3, maxInFlight: 2, weight: (n) => n, maxWeight: 10 });
+  const all = [1, 1, 1, 1, 9, 1].map((n) => batcher.submit(n));
+  await tick();
+  assert.deepEqual(runner.batches, [[1, 1, 1], [1, 9]], 'three at most, then stop once the weight reaches 10');
+  runner.finish[0]!();
+  runner.finish[1]!();
+  await tick();
+  await tick();
+  assert.deepEqual(runner.batches.at(-1), [1]);
+  runner.finish[2]!();
+  assert.equal((await Promise.all(all)).length, 6);
+});
+
+test('each request gets its own error; a failed batch rejects every request in it', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 10, maxInFlight: 1 });
+  const results = Promise.allSettled([1, -2, 3].map((n) => batcher.submit(n)));
+  await tick();
+  runner.finish[0]!();
+  assert.deepEqual((await results).map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+
+  const broken = new Batcher<number, number>(async () => {
+    throw new Error('database down');
+  }, { maxBatch: 10, maxInFlight: 1 });
+  const failed = await Promise.allSettled([1, 2].map((n) => broken.submit(n)));
+  assert.deepEqual(failed.map((r) => r.status === 'rejected' && (r.reason as Error).message), ['database down', 'database down']);
+});
