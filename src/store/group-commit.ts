@@ -25,18 +25,30 @@ export class ConcurrentInsertError extends Error {}
 
 const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
 
+function groupBy<T, K>(items: T[], keyOfItem: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOfItem(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}
+
 interface KnownRow {
   id: number;
   status: EventStatus;
 }
 
 async function rowsByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
-  const idsByProvider = new Map<string, string[]>();
-  for (const { provider, eventId } of events) idsByProvider.set(provider, [...(idsByProvider.get(provider) ?? []), eventId]);
+  const byProvider = groupBy(events, (event) => event.provider);
   const rows = await db
     .selectFrom('webhook_events')
     .select(['id', 'provider', 'event_id', 'status'])
-    .where((eb) => eb.or([...idsByProvider].map(([provider, ids]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', ids)]))))
+    .where((eb) =>
+      eb.or([...byProvider].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', group.map((e) => e.eventId))]))),
+    )
     .execute();
   return new Map(rows.map((row) => [keyOf(row.provider, row.event_id), { id: row.id, status: row.status }]));
 }
@@ -110,8 +122,7 @@ export interface ClaimRequest {
  */
 export async function claimBatch(db: Kysely<InboxDatabase>, now: Date, requests: ClaimRequest[]): Promise<Array<ClaimedEvent | null>> {
   const results: Array<ClaimedEvent | null> = requests.map(() => null);
-  const groups = new Map<string, number[]>();
-  requests.forEach((r, index) => groups.set(`${r.owner}\u0000${r.leaseMs}`, [...(groups.get(`${r.owner}\u0000${r.leaseMs}`) ?? []), index]));
+  const groups = groupBy([...requests.keys()], (index) => `${requests[index]!.owner}\u0000${requests[index]!.leaseMs}`);
   const dueAt = toDbTime(now);
   for (const indexes of groups.values()) {
     const { owner, leaseMs } = requests[indexes[0]!]!;
