@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, release, totalmem } from 'node:os';
+import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 import { latencyChart } from './chart.js';
@@ -75,8 +75,14 @@ export interface BenchResults {
   summary: Summary;
 }
 
-export async function describeMachine(mysqlUrl: string): Promise<Record<string, string | number>> {
+/** The 1-minute load average, a sign of how much else ran on the machine during the bench. */
+export function loadAverage(): number {
+  return Math.round(loadavg()[0]! * 10) / 10;
+}
+
+export async function describeMachine(mysqlUrl: string, loadAtStart: number): Promise<Record<string, string | number>> {
   const machine: Record<string, string | number> = {
+    loadAverage: `${loadAtStart} at start, ${loadAverage()} at end (1-minute)`,
     cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
     memoryGb: Math.round(totalmem() / 2 ** 30),
     kernel: release(),
@@ -214,7 +220,7 @@ function markdown(results: BenchResults): string {
     '',
     `${results.startedAt} — \`${results.command}\` — ${settings.repeat} repetition(s), medians; saturation runs ${settings.durationSec} s with ${settings.connections} connections; fixed-rate steps ${settings.pacedDurationSec} s.`,
     '',
-    `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores.`,
+    `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores. Load average ${machine.loadAverage}.`,
     '',
     '## Saturation (closed loop)',
     '',

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
-import { describeMachine, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
+import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
 import { startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const run = promisify(execFile);
@@ -201,6 +201,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
   const workDir = mkdtempSync(join(tmpdir(), 'wi-bench-'));
   if (settings.profileDir) mkdirSync(settings.profileDir, { recursive: true });
   const startedAt = new Date().toISOString();
+  const loadAtStart = loadAverage();
   const runs: TargetRun[] = [];
   try {
     for (let repetition = 1; repetition <= settings.repeat; repetition++) {
@@ -213,7 +214,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       startedAt,
       finishedAt: new Date().toISOString(),
       command: ['npm run bench', ...(settings.argv.length > 0 ? ['--', ...settings.argv] : [])].join(' '),
-      machine: await describeMachine(settings.mysqlUrl),
+      machine: await describeMachine(settings.mysqlUrl, loadAtStart),
       settings: { ...settings, out: undefined, profileDir: undefined },
       runs,
       growth,
