@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Migrator, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
@@ -43,20 +43,30 @@ export class KyselyInboxStore implements InboxStore {
   async record(event: VerifiedEvent): Promise<RecordResult> {
     return this.guard(async () => {
       const now = toDbTime(this.clock.now());
+      const row = {
+        provider: event.provider,
+        event_id: event.eventId,
+        event_type: event.eventType,
+        payload: event.payload,
+        headers: JSON.stringify(event.headers),
+        status: 'received',
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+      } as const;
+      // One statement: inserted only when neither the event nor its archived key exists. The archive
+      // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
       const inserted = await this.db
         .insertInto('webhook_events')
         .ignore()
-        .values({
-          provider: event.provider,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          payload: event.payload,
-          headers: JSON.stringify(event.headers),
-          status: 'received',
-          attempts: 0,
-          next_attempt_at: now,
-          created_at: now,
-        })
+        .columns(Object.keys(row) as Array<keyof typeof row>)
+        .expression(
+          this.db
+            .selectNoFrom(Object.entries(row).map(([column, value]) => sql.val(value).as(column)))
+            .where(({ not, exists, selectFrom }) =>
+              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', event.provider).where('event_id', '=', event.eventId))),
+            ),
+        )
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
         return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
@@ -66,8 +76,15 @@ export class KyselyInboxStore implements InboxStore {
         .select(['id', 'status'])
         .where('provider', '=', event.provider)
         .where('event_id', '=', event.eventId)
+        .executeTakeFirst();
+      if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      const archived = await this.db
+        .selectFrom('archived_event_keys')
+        .select('event_row_id')
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
         .executeTakeFirstOrThrow();
-      return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      return { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' };
     });
   }
 
