@@ -9,6 +9,7 @@ import { paymentApplier, type EventApplier, type PaymentHandlers } from './domai
 import { installErrorHandling } from './http/errors.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
+import { scheduleOperations } from './ops/schedule.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -71,5 +72,8 @@ export async function createApp(config: Config, options: InboxOptions = {}): Pro
   }
   const app = await createServer(config, inbox);
   inbox.start();
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
+  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
+  app.addHook('onClose', () => operations.stop());
   return { app, inbox };
 }

@@ -1,4 +1,6 @@
+import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
+import { parseDuration } from './ops/duration.js';
 
 export type ProcessingMode = 'background' | 'inline';
 
@@ -35,6 +37,13 @@ export interface ProcessingSettings {
   inlineWaitMs: number;
 }
 
+/** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
+export interface OperationsSettings {
+  alertWebhookUrl: string | null;
+  stuckCheck: { cron: string | null; olderThanMs: number };
+  archive: { cron: string | null; dir: string | null; olderThanMs: number };
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -46,6 +55,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  operations: OperationsSettings;
 }
 
 export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/webhook_inbox';
@@ -108,6 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
+    operations: readOperations(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -122,6 +133,17 @@ function readPayu(read: EnvReader): PayuSettings | null {
   return null;
 }
 
+function readOperations(read: EnvReader): OperationsSettings {
+  const archiveCron = read.cron('ARCHIVE_CRON', null);
+  const archiveDir = read.raw('ARCHIVE_DIR') ?? null;
+  if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
+  return {
+    alertWebhookUrl: read.httpUrl('ALERT_WEBHOOK_URL'),
+    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+  };
+}
+
 class EnvReader {
   constructor(
     private readonly env: Env,
@@ -132,7 +154,7 @@ class EnvReader {
     this.problems.push(message);
   }
 
-  private raw(name: string): string | undefined {
+  raw(name: string): string | undefined {
     const value = this.env[name];
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   }
@@ -200,6 +222,40 @@ class EnvReader {
       return undefined;
     }
     return secrets;
+  }
+
+  duration(name: string, fallback: string): number {
+    const raw = this.raw(name) ?? fallback;
+    try {
+      return parseDuration(raw);
+    } catch (error) {
+      this.problem(`${name}: ${(error as Error).message}`);
+      return parseDuration(fallback);
+    }
+  }
+
+  /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
+  cron(name: string, fallback: string | null): string | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (raw.toLowerCase() === 'off') return null;
+    try {
+      new Cron(raw, { paused: true }).stop();
+      return raw;
+    } catch (error) {
+      this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
+      return fallback;
+    }
+  }
+
+  httpUrl(name: string): string | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return null;
+    if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+      this.problem(`${name} must be an http(s) URL (got "${raw}")`);
+      return null;
+    }
+    return raw;
   }
 
   databaseUrl(name: string): string {

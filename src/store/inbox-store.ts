@@ -216,7 +216,7 @@ export class KyselyInboxStore implements InboxStore {
   }
 }
 
-function toEventState(row: Selectable<WebhookEventsTable>): EventState {
+export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
   return {
     id: row.id,
     provider: row.provider,
