@@ -59,7 +59,7 @@ export class Replayer {
   constructor(private readonly deps: ReplayDependencies) {}
 
   async runOnce(selection: ReplaySelection, options: ReplayOptions): Promise<ReplayReport> {
-    if (!options.dryRun && !options.reason?.trim()) throw new OperationError('a replay needs --reason (it is recorded with who and when)', 'missing_reason');
+    if (!options.dryRun && !options.reason?.trim()) throw new OperationError('a replay needs --reason (it is recorded with who and when)', 'bad_argument');
     const { events, more } = await this.select(selection);
     const report: ReplayReport = { dryRun: options.dryRun, items: [], more, counts: { processed: 0, failed: 0, skipped: 0 } };
     for (const [index, event] of events.entries()) {

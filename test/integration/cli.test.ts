@@ -1,30 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createConnection } from 'mysql2/promise';
+import { exitOf, runCli as run } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 const database = await createTestDatabase();
-const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
-
-function run(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return Object.assign(child, { output: () => output });
-}
-
-async function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code;
-}
-
 /** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
 async function serve(env: Record<string, string>) {
   const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env });
