@@ -1,6 +1,7 @@
 import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
 import { parseDuration } from './ops/duration.js';
+import { databaseUrlProblem } from './store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
 
@@ -58,7 +59,8 @@ export interface Config {
   operations: OperationsSettings;
 }
 
-export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/webhook_inbox';
+/** The embedded store: runs on a fresh machine with nothing but Node. */
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 type Env = Record<string, string | undefined>;
@@ -260,18 +262,8 @@ class EnvReader {
 
   databaseUrl(name: string): string {
     const raw = this.raw(name) ?? DEFAULT_DATABASE_URL;
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      this.problem(`${name} is not a valid URL (expected mysql://user:password@host:3306/database)`);
-      return DEFAULT_DATABASE_URL;
-    }
-    if (url.protocol !== 'mysql:') {
-      this.problem(`${name} must start with mysql:// (got "${url.protocol}//...")`);
-    } else if (url.pathname.replace(/^\//, '') === '') {
-      this.problem(`${name} must name a database, e.g. mysql://user@host:3306/webhook_inbox`);
-    }
+    const problem = databaseUrlProblem(raw);
+    if (problem) this.problem(`${name} ${problem}`);
     return raw;
   }
 }

@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';
 import { registerArchiveCommands } from './commands/archive.js';
+import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
@@ -67,6 +68,7 @@ registerReplayCommand(program);
 registerStuckCommand(program);
 registerArchiveCommands(program);
 registerSendCommand(program);
+registerDemoCommand(program);
 
 program.parseAsync().catch((error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);

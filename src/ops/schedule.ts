@@ -37,7 +37,7 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
   const jobs: Cron[] = [];
   const schedule = (name: string, pattern: string | null, run: () => Promise<unknown>) => {
     if (pattern === null) return;
-    const job = new Cron(pattern, { name, timezone: 'UTC', protect: true, unref: true }, async () => {
+    const job = new Cron(pattern, { timezone: 'UTC', protect: true, unref: true }, async () => {
       const started = run()
         .catch((error: unknown) => deps.logger.error({ err: error, job: name }, `scheduled ${name} failed`))
         .finally(() => running.delete(started));

@@ -58,7 +58,7 @@ export class KyselyInboxStore implements InboxStore {
       // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
       const inserted = await this.db
         .insertInto('webhook_events')
-        .ignore()
+        .orIgnore()
         .columns(Object.keys(row) as Array<keyof typeof row>)
         .expression(
           this.db

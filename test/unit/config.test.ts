@@ -20,12 +20,19 @@ describe('loadConfig: defaults and valid values', () => {
     const config = loadConfig({});
     assert.equal(config.port, 3000);
     assert.equal(config.databaseUrl, DEFAULT_DATABASE_URL);
+    assert.equal(DEFAULT_DATABASE_URL, 'sqlite:./data/webhook-inbox.db', 'the embedded store needs no server');
     assert.equal(config.bodyLimitBytes, 1_048_576);
     assert.equal(config.migrateOnStart, true);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.processing.mode, 'background');
     assert.equal(config.processing.leaseMs, 30_000);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
+  });
+
+  test('DATABASE_URL accepts SQLite files (relative or absolute) and MySQL URLs', () => {
+    for (const url of ['sqlite:inbox.db', 'sqlite:./data/inbox.db', 'sqlite:/var/lib/webhook-inbox/inbox.db', 'sqlite:///var/lib/inbox.db', 'mysql://app:pw@db:3306/webhook_inbox']) {
+      assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
+    }
   });
 
   test('the Stripe tolerance defaults to 300 s', () => {
@@ -55,6 +62,11 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { DATABASE_URL: 'postgres://x/y' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'mysql://host:3306' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite://host/inbox.db' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite::memory:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./data/' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./inbox.db?mode=ro' }, variable: 'DATABASE_URL' },
     { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a', STRIPE_TOLERANCE_SECONDS: '0' }, variable: 'STRIPE_TOLERANCE_SECONDS' },
     { env: { PROCESSING_MODE: 'fast' }, variable: 'PROCESSING_MODE' },
     { env: { LEASE_SECONDS: '-1' }, variable: 'LEASE_SECONDS' },

@@ -149,7 +149,7 @@ export class Archiver {
       // The keys are committed before the rows go: a redelivery always finds one or the other.
       await this.db
         .insertInto('archived_event_keys')
-        .ignore()
+        .orIgnore()
         .values(verified.map((row) => ({ provider: row.provider, event_id: row.event_id, event_row_id: row.id, event_created_at: row.created_at, archive_file: part.file, archived_at: archivedAt })))
         .execute();
       const removed = await this.db

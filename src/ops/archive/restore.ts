@@ -66,7 +66,7 @@ export async function restoreFromArchive(db: Kysely<InboxDatabase>, dir: string,
   for (const { file, event } of matches) {
     const inserted = await db
       .insertInto('webhook_events')
-      .ignore()
+      .orIgnore()
       .values({ ...event, next_attempt_at: null, lease_owner: null, lease_token: null, lease_expires_at: null })
       .executeTakeFirst();
     const restored = inserted.numInsertedOrUpdatedRows === 1n;
