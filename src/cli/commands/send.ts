@@ -1,9 +1,9 @@
-import type { Command } from 'commander';
+import { Argument, type Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import { PROVIDER_NAMES, type ProviderName } from '../../providers/provider.js';
 import { simulateEvent, SIMULATED_EVENT_TYPES } from '../../ops/simulator/events.js';
 import { sendEvent } from '../../ops/simulator/send.js';
-import { choiceOption, configOrExit, EXIT_FAILED, positiveIntegerOption } from '../context.js';
+import { configOrExit, EXIT_FAILED, positiveIntegerOption } from '../context.js';
 import { printJson, printTable } from '../output.js';
 
 interface SendFlags {
@@ -21,7 +21,9 @@ interface SendFlags {
 export function registerSendCommand(program: Command): void {
   const types = PROVIDER_NAMES.map((p) => `  ${p}: ${SIMULATED_EVENT_TYPES[p].join(', ')}`).join('\n');
   program
-    .command('send <provider> <event-type>')
+    .command('send')
+    .addArgument(new Argument('<provider>', 'the provider').choices(PROVIDER_NAMES))
+    .argument('<event-type>', 'see the list below')
     .description('sign a realistic test event with the configured secrets and deliver it, like the providers\' own test tools')
     .addHelpText('after', `\nEvent types:\n${types}`)
     .option('--url <url>', 'the service (http://host:port) or a full webhook URL (default http://127.0.0.1:$PORT)')
@@ -33,8 +35,7 @@ export function registerSendCommand(program: Command): void {
     .option('--amount <minor-units>', 'amount in cents / paise', positiveIntegerOption)
     .option('--forged', 'sign with a wrong secret: the endpoint should answer 401')
     .option('--json', 'print JSON')
-    .action(async (provider: string, eventType: string, flags: SendFlags) => {
-      const name = choiceOption(PROVIDER_NAMES)(provider) as ProviderName;
+    .action(async (name: ProviderName, eventType: string, flags: SendFlags) => {
       const config = configOrExit();
       const event = simulateEvent(name, eventType, { paymentId: flags.payment, userId: flags.user, courseId: flags.course, amountMinor: flags.amount }, systemClock.now());
       const report = await sendEvent(event, config.providers, systemClock, {
