@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
 import { parseDuration } from './ops/duration.js';
@@ -72,11 +75,38 @@ interface NumberRange {
   hint?: string;
 }
 
+export interface Environment {
+  variables: Env;
+  /** The .env file read beneath the real environment, or null when there was none. */
+  file: string | null;
+}
+
 /**
- * Reads and validates the whole configuration from the environment. Every problem is collected, so
- * one start-up attempt names every bad variable at once.
+ * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
+ * `./.env` when present. A variable set in the real environment wins over the file.
  */
-export function loadConfig(env: Env = process.env): Config {
+export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
+  const named = env.ENV_FILE?.trim();
+  const file = resolve(cwd, named || '.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!named && code === 'ENOENT') return { variables: env, file: null };
+    const reason = code ?? (error as Error).message;
+    throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
+  }
+  const variables: Env = parseEnv(text);
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
+  return { variables, file };
+}
+
+/**
+ * Reads and validates the whole configuration from the environment (by default the process's, over
+ * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
+ */
+export function loadConfig(env: Env = readEnvironment().variables): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -130,14 +160,17 @@ function readPayu(read: EnvReader): PayuSettings | null {
   const merchantKey = read.optionalSecret('PAYU_MERCHANT_KEY');
   const merchantSalt = read.optionalSecret('PAYU_MERCHANT_SALT');
   if (merchantKey && merchantSalt) return { merchantKey, merchantSalt };
-  if (merchantKey) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
-  if (merchantSalt) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
+  // Judged on presence, not validity: a bad value is reported once, not again as a missing partner.
+  const keySet = read.isSet('PAYU_MERCHANT_KEY');
+  const saltSet = read.isSet('PAYU_MERCHANT_SALT');
+  if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
+  if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
 }
 
 function readOperations(read: EnvReader): OperationsSettings {
   const archiveCron = read.cron('ARCHIVE_CRON', null);
-  const archiveDir = read.raw('ARCHIVE_DIR') ?? null;
+  const archiveDir = read.string('ARCHIVE_DIR', '') || null;
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.httpUrl('ALERT_WEBHOOK_URL'),
@@ -156,7 +189,11 @@ class EnvReader {
     this.problems.push(message);
   }
 
-  raw(name: string): string | undefined {
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
+  }
+
+  private raw(name: string): string | undefined {
     const value = this.env[name];
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   }

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { createInbox } from '../app.js';
-import { loadConfig, type Config } from '../config.js';
+import { loadConfig, readEnvironment, type Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { parseDuration, parseTimeReference } from '../ops/duration.js';
@@ -10,9 +10,11 @@ import { parseDuration, parseTimeReference } from '../ops/duration.js';
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
-export function configOrExit(): Config {
+/** The configuration from the environment over the .env file (`file`: which one, if any). */
+export function configOrExit(): { config: Config; file: string | null } {
   try {
-    return loadConfig();
+    const { variables, file } = readEnvironment();
+    return { config: loadConfig(variables), file };
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
+import { formatConfig, maskedConfig } from '../config-display.js';
 import { StoreUnavailableError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';
@@ -24,7 +25,7 @@ program
   .command('serve')
   .description('run the HTTP receiver with background workers')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const { app, inbox } = await createApp(config);
     let stopping = false;
     const shutdown = (signal: string) => {
@@ -53,7 +54,7 @@ program
   .command('migrate')
   .description('apply pending database migrations and exit')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
     try {
       const applied = await store.migrate();
@@ -61,6 +62,17 @@ program
     } finally {
       await store.close();
     }
+  });
+
+program
+  .command('config')
+  .description('print the effective configuration (environment over .env), secrets masked')
+  .option('--json', 'print JSON')
+  .action((options: { json?: boolean }) => {
+    const { config, file } = configOrExit();
+    const masked = maskedConfig(config);
+    if (options.json) console.log(JSON.stringify({ envFile: file, config: masked }, null, 2));
+    else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
   });
 
 registerEventsCommands(program);

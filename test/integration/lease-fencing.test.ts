@@ -63,6 +63,7 @@ for (const backend of STORE_BACKENDS) {
         retry: { maxAttempts: 5, baseMs: 1000, maxMs: 1000 },
         clock,
         logger: inbox.logger,
+        metrics: inbox.metrics,
       });
     }
 
@@ -128,11 +129,13 @@ for (const backend of STORE_BACKENDS) {
       const id = await recordCapture('live_lease');
       const claimed = await inbox.store.claim(id, 'worker-a', LEASE_MS);
       assert.ok(claimed);
+      assert.equal(claimed.takeover, false);
       assert.equal(await inbox.store.claim(id, 'worker-b', LEASE_MS), null);
       assert.equal(await inbox.store.fail({ ...claimed.lease, token: 'forged-token' }, 'x', null), false, 'a wrong token cannot record a failure');
       clock.advance(LEASE_MS + 1);
       const takeover = await inbox.store.claim(id, 'worker-b', LEASE_MS);
       assert.ok(takeover);
+      assert.equal(takeover.takeover, true, 'a claim of an expired lease is reported as a takeover');
       assert.notEqual(takeover.lease.token, claimed.lease.token);
       assert.equal(await inbox.store.fail(claimed.lease, 'late failure', null), false, 'the old lease can no longer write');
     });

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_DATABASE_URL, loadConfig } from '../../src/config.js';
+import { DEFAULT_DATABASE_URL, loadConfig, readEnvironment } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { EMPTY_DIR, variablesRead } from '../support/environment.js';
 
 type Env = Record<string, string | undefined>;
 
 function configError(env: Env): ConfigError {
   try {
-    loadConfig(env);
+    loadConfig(readEnvironment(env, EMPTY_DIR).variables);
   } catch (error) {
     assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
     return error;
@@ -56,6 +57,8 @@ describe('loadConfig: defaults and valid values', () => {
 });
 
 describe('loadConfig: each invalid value is reported by variable name', () => {
+  const testedVariables = new Set<string>();
+
   for (const { env, variable } of [
     { env: { PORT: 'abc' }, variable: 'PORT' },
     { env: { PORT: '70000' }, variable: 'PORT' },
@@ -81,7 +84,17 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { RETRY_BASE_SECONDS: '60', RETRY_MAX_SECONDS: '30' }, variable: 'RETRY_MAX_SECONDS' },
     // The bounds are compared only once both were read: no second, misleading problem.
     { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
+    { env: { RETRY_MAX_SECONDS: '1e9' }, variable: 'RETRY_MAX_SECONDS' },
+    { env: { DB_POOL_SIZE: '0' }, variable: 'DB_POOL_SIZE' },
+    { env: { WORKER_CONCURRENCY: '2.5' }, variable: 'WORKER_CONCURRENCY' },
+    { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
+    { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
+    { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
+    { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
+    { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
+    { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
   ]) {
+    testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
       const error = configError(env);
       assert.equal(error.problems.length, 1, error.message);
@@ -89,6 +102,11 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
       assert.ok(error.message.includes(variable), error.message);
     });
   }
+
+  test('every variable the configuration reads has a case above (HOST takes any value)', () => {
+    const untested = variablesRead().filter((name) => name !== 'HOST' && !testedVariables.has(name));
+    assert.deepEqual(untested, [], 'add an invalid value for each of these to the table above');
+  });
 
   test('several bad variables are all named in one error', () => {
     const bad = { PORT: 'abc', LOG_LEVEL: 'loud', PROCESSING_MODE: 'fast', MIGRATE_ON_START: 'maybe', DATABASE_URL: 'not a url' };

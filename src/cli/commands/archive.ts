@@ -44,7 +44,7 @@ export function registerArchiveCommands(program: Command): void {
     .option('--batch-size <n>', 'rows verified and deleted per statement', positiveIntegerOption, 500)
     .option('--json', 'print JSON')
     .action(async (flags: { olderThan?: number; to?: string; eventsPerFile: number; batchSize: number; json?: boolean }) => {
-      const config = configOrExit();
+      const config = configOrExit().config;
       const dir = flags.to ?? config.operations.archive.dir;
       if (!dir) throw new OperationError('say where the archive goes: --to <dir> (or set ARCHIVE_DIR)', 'bad_argument');
       const progress = progressBar('archiving');
@@ -96,7 +96,7 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(program.command('restore').description('bring archived events back into the database (for inspection or replay)')).action(async (flags: QueryFlags) => {
     const query = archiveQuery(flags);
-    const report = await withInbox(configOrExit(), (inbox) => restoreFromArchive(inbox.store.db, flags.from, query, readOnlyProviders()));
+    const report = await withInbox(configOrExit().config, (inbox) => restoreFromArchive(inbox.store.db, flags.from, query, readOnlyProviders()));
     if (flags.json) return printJson(report);
     printTable(report.events, [
       ['id', (e) => e.id],

@@ -18,7 +18,7 @@ export function registerEventsCommands(program: Command): void {
     .option('--limit <n>', 'at most this many', positiveIntegerOption, 50)
     .option('--json', 'print JSON')
     .action(async (options: { provider?: string; status?: (typeof EVENT_STATUSES)[number]; type?: string; since?: Date; until?: Date; limit: number; json?: boolean }) => {
-      const { events: rows, more } = await withInbox(configOrExit(), (inbox) => findEvents(inbox.store.db, options));
+      const { events: rows, more } = await withInbox(configOrExit().config, (inbox) => findEvents(inbox.store.db, options));
       if (options.json) return printJson({ events: rows.map(({ payload: _payload, headers: _headers, lease_token: _token, ...row }) => row), more });
       if (rows.length === 0) return console.log('no events match');
       printTable(rows, [
@@ -40,7 +40,7 @@ export function registerEventsCommands(program: Command): void {
     .option('--provider <name>', 'when the event id exists for several providers', choiceOption(PROVIDER_NAMES))
     .option('--json', 'print JSON')
     .action(async (id: string, options: { provider?: string; json?: boolean }) => {
-      const detail = await withInbox(configOrExit(), (inbox) => eventDetail(inbox.store.db, id, options.provider));
+      const detail = await withInbox(configOrExit().config, (inbox) => eventDetail(inbox.store.db, id, options.provider));
       if (options.json) return printJson(detail);
       const { payload, headers, replays, ...fields } = detail;
       printFields({ ...fields, headers: JSON.stringify(headers) });

@@ -34,7 +34,7 @@ export function registerReplayCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (ids: string[], flags: ReplayFlags) => {
       const selection = replaySelection(ids, flags);
-      const config = configOrExit();
+      const config = configOrExit().config;
       const progress = progressBar(flags.dryRun ? 'checking' : 'replaying');
       const report = await withInbox(config, (inbox) =>
         new Replayer({ db: inbox.store.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: inbox.clock }).runOnce(selection, {

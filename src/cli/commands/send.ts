@@ -36,7 +36,7 @@ export function registerSendCommand(program: Command): void {
     .option('--forged', 'sign with a wrong secret: the endpoint should answer 401')
     .option('--json', 'print JSON')
     .action(async (name: ProviderName, eventType: string, flags: SendFlags) => {
-      const config = configOrExit();
+      const config = configOrExit().config;
       const event = simulateEvent(name, eventType, { paymentId: flags.payment, userId: flags.user, courseId: flags.course, amountMinor: flags.amount }, systemClock.now());
       const report = await sendEvent(event, config.providers, systemClock, {
         url: flags.url ?? `http://127.0.0.1:${config.port}`,

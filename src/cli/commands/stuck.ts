@@ -14,7 +14,7 @@ export function registerStuckCommand(program: Command): void {
     .option('--alert', 'also post a summary to ALERT_WEBHOOK_URL (Slack-compatible) when anything is found')
     .option('--json', 'print JSON')
     .action(async (options: { olderThan?: number; alert?: boolean; json?: boolean }) => {
-      const config = configOrExit();
+      const config = configOrExit().config;
       const alertUrl = config.operations.alertWebhookUrl;
       if (options.alert && !alertUrl) throw new OperationError('--alert needs ALERT_WEBHOOK_URL (a Slack incoming webhook or any URL taking its JSON)', 'bad_argument');
       const olderThanMs = options.olderThan ?? config.operations.stuckCheck.olderThanMs;
