@@ -93,6 +93,12 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
     { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
     { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
+    { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
+    { env: { STUCK_CHECK_CRON: 'daily' }, variable: 'STUCK_CHECK_CRON' },
+    { env: { STUCK_CHECK_OLDER_THAN: '30 minutes' }, variable: 'STUCK_CHECK_OLDER_THAN' },
+    { env: { ARCHIVE_CRON: '61 * * * *', ARCHIVE_DIR: '/var/archive' }, variable: 'ARCHIVE_CRON' },
+    { env: { ARCHIVE_CRON: '0 3 * * *' }, variable: 'ARCHIVE_DIR' },
+    { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },
   ]) {
     testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {

@@ -33,15 +33,7 @@ describe('durations and times given to operator commands', () => {
     assert.throws(() => parseTimeReference('2024-13-45', now), /neither a duration/);
   });
 
-  test('schedule settings are validated at start, naming the variable', () => {
-    assert.throws(
-      () => loadConfig({ STUCK_CHECK_CRON: 'daily', ARCHIVE_CRON: '0 3 * * *', ARCHIVE_OLDER_THAN: '3 months', ALERT_WEBHOOK_URL: 'hooks.slack.com/x' }),
-      (error: Error) =>
-        /STUCK_CHECK_CRON is not a cron expression/.test(error.message) &&
-        /ARCHIVE_DIR must be set when ARCHIVE_CRON is set/.test(error.message) &&
-        /ARCHIVE_OLDER_THAN: "3 months" is not a duration/.test(error.message) &&
-        /ALERT_WEBHOOK_URL must be an http\(s\) URL/.test(error.message),
-    );
+  test('schedules: a daily stuck check, no archiving, unless configured', () => {
     const defaults = loadConfig({}).operations;
     assert.deepEqual(defaults, { alertWebhookUrl: null, stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000 }, archive: { cron: null, dir: null, olderThanMs: 7_776_000_000 } });
     assert.equal(loadConfig({ STUCK_CHECK_CRON: 'off' }).operations.stuckCheck.cron, null);
