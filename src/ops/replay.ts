@@ -28,9 +28,9 @@ export interface ReplayItem {
   previousStatus: string;
   /** The payment change processing would cause now (computed for dry runs). */
   transition?: string;
-  /** processed / failed / skipped / would replay, with details. */
-  result: string;
-  outcome?: string;
+  result: 'processed' | 'failed' | 'skipped' | 'would_replay';
+  /** The outcome when processed, the error when failed, the reason when skipped. */
+  detail?: string;
 }
 
 export interface ReplayReport {
@@ -65,7 +65,7 @@ export class Replayer {
     for (const [index, event] of events.entries()) {
       const item = options.dryRun ? await this.preview(event) : await this.replay(event, options.actor, options.reason!.trim());
       report.items.push(item);
-      if (!options.dryRun) report.counts[item.result.startsWith('processed') ? 'processed' : item.result.startsWith('failed') ? 'failed' : 'skipped']++;
+      if (item.result !== 'would_replay') report.counts[item.result]++;
       options.onProgress?.(index + 1, events.length);
     }
     return report;
@@ -80,11 +80,8 @@ export class Replayer {
 
   private async preview(event: EventRow): Promise<ReplayItem> {
     const blocked = this.leaseHolder(event);
-    return {
-      ...itemOf(event),
-      transition: await describeTransition(this.deps.db, this.deps.providers, event),
-      result: blocked ?? 'would replay',
-    };
+    const transition = await describeTransition(this.deps.db, this.deps.providers, event);
+    return blocked ? { ...itemOf(event), transition, result: 'skipped', detail: blocked } : { ...itemOf(event), transition, result: 'would_replay' };
   }
 
   private async replay(event: EventRow, actor: string, reason: string): Promise<ReplayItem> {
@@ -106,7 +103,7 @@ export class Replayer {
     const item = await this.makeDueAndProcess(event);
     await db
       .updateTable('event_replays')
-      .set({ result: item.outcome ? `${item.result}: ${item.outcome}` : item.result, finished_at: toDbTime(clock.now()) })
+      .set({ result: replayResultText(item), finished_at: toDbTime(clock.now()) })
       .where('id', '=', Number(logged.insertId))
       .execute();
     return item;
@@ -114,7 +111,7 @@ export class Replayer {
 
   private async makeDueAndProcess(event: EventRow): Promise<ReplayItem> {
     const blocked = this.leaseHolder(event);
-    if (blocked) return { ...itemOf(event), result: blocked };
+    if (blocked) return { ...itemOf(event), result: 'skipped', detail: blocked };
     if (event.status === 'failed' || event.status === 'processed') {
       const now = toDbTime(this.deps.clock.now());
       // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
@@ -128,26 +125,32 @@ export class Replayer {
         .where((eb) => (event.next_attempt_at === null ? eb('next_attempt_at', 'is', null) : eb('next_attempt_at', '=', event.next_attempt_at)))
         .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
         .executeTakeFirst();
-      if (due.numUpdatedRows !== 1n) return { ...itemOf(event), result: 'skipped: changed since it was selected (replayed or processed concurrently)' };
+      if (due.numUpdatedRows !== 1n) return { ...itemOf(event), result: 'skipped', detail: 'changed since it was selected (replayed or processed concurrently)' };
     }
     const processed = await this.deps.process(event.id);
     switch (processed.result) {
       case 'processed':
-        return { ...itemOf(event), result: 'processed', outcome: processed.outcome };
+        return { ...itemOf(event), result: 'processed', detail: processed.outcome };
       case 'failed':
-        return { ...itemOf(event), result: 'failed', outcome: processed.error };
+        return { ...itemOf(event), result: 'failed', detail: processed.error };
       case 'not_claimed':
-        return { ...itemOf(event), result: 'skipped: claimed by another worker' };
+        return { ...itemOf(event), result: 'skipped', detail: 'claimed by another worker' };
       case 'lease_lost':
-        return { ...itemOf(event), result: 'skipped: lease lost to another worker' };
+        return { ...itemOf(event), result: 'skipped', detail: 'lease lost to another worker' };
     }
   }
 
   private leaseHolder(event: EventRow): string | null {
     if (event.status !== 'processing' || event.lease_expires_at === null) return null;
     if (event.lease_expires_at <= toDbTime(this.deps.clock.now())) return null;
-    return `skipped: leased by ${event.lease_owner ?? 'a worker'} until ${event.lease_expires_at} UTC`;
+    return `leased by ${event.lease_owner ?? 'a worker'} until ${event.lease_expires_at} UTC`;
   }
+}
+
+/** "processed: applied: payment pi_1 captured", "skipped: claimed by another worker", ... */
+export function replayResultText(item: ReplayItem): string {
+  const result = item.result.replace('_', ' ');
+  return item.detail ? `${result}: ${item.detail}` : result;
 }
 
 function itemOf(event: EventRow): Omit<ReplayItem, 'result'> {

@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
 import { PROVIDER_NAMES } from '../../providers/provider.js';
-import { Replayer, type ReplayItem, type ReplaySelection } from '../../ops/replay.js';
+import { Replayer, replayResultText, type ReplayItem, type ReplaySelection } from '../../ops/replay.js';
 import { choiceOption, configOrExit, EXIT_FAILED, positiveIntegerOption, timeOption, withInbox } from '../context.js';
 import { printJson, printTable, progressBar, type Column } from '../output.js';
 
@@ -56,7 +56,7 @@ export function registerReplayCommand(program: Command): void {
           ['was', (i) => i.previousStatus],
         ];
         if (report.dryRun) columns.push(['payment change', (i) => i.transition]);
-        columns.push(['result', (i) => (i.outcome ? `${i.result}: ${i.outcome}` : i.result)]);
+        columns.push(['result', replayResultText]);
         printTable(report.items, columns);
         if (!report.dryRun) console.log(`${report.counts.processed} processed, ${report.counts.failed} failed, ${report.counts.skipped} skipped`);
         if (report.more) console.log(`more events match than --limit ${flags.limit}; run again to continue`);
