@@ -16,6 +16,9 @@ import { createLogger } from './observability/logger.js';
 import type { InboxMetrics } from './observability/metrics.js';
 import { PrometheusMetrics } from './observability/prometheus.js';
 import { Readiness, storeChecks, type ReadinessCheck } from './observability/readiness.js';
+import { createOutboxDispatcher } from './outbox/open-outbox.js';
+import { OutboxStore } from './outbox/outbox-store.js';
+import type { OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -33,6 +36,8 @@ export interface InboxOptions {
   metrics?: InboxMetrics;
   /** Checks GET /readyz runs besides the store's (a queue, say); `inbox.readiness.add` works too. */
   readinessChecks?: ReadinessCheck[];
+  /** Outbox transports by kind, added to (or replacing) the course platform's receipt and fulfilment. */
+  transports?: OutboxTransports;
 }
 
 /** The composition root: every dependency is chosen here, once. */
@@ -40,16 +45,18 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, clock });
-  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), clock, logger });
+  const outbox = new OutboxStore(store.db, clock);
+  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
   const apply = options.apply ?? paymentApplier({ providers, handlers: options.handlers ?? coursePlatform, clock });
   const { processing } = config;
+  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const processor = new Processor({
     store,
     apply,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    owner,
     leaseMs: processing.leaseMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
     clock,
@@ -58,7 +65,9 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   });
   const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
   const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger);
-  return new Inbox(store, providers, processor, pool, sweeper, processing, clock, logger, metrics, readiness);
+  const inbox = new Inbox(store, providers, processor, pool, sweeper, processing, clock, logger, metrics, readiness);
+  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports }));
+  return inbox;
 }
 
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */

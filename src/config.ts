@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import addressparser from 'nodemailer/lib/addressparser';
 import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
 import { parseDuration } from './ops/duration.js';
@@ -48,6 +49,24 @@ export interface OperationsSettings {
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 
+export interface SmtpSettings {
+  /** smtp:// or smtps:// with credentials; never logged. */
+  url: string;
+  from: string;
+  timeoutMs: number;
+}
+
+export interface FulfilmentSettings {
+  url: string;
+  timeoutMs: number;
+}
+
+/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+export interface OutboxSettings {
+  smtp: SmtpSettings | null;
+  fulfilment: FulfilmentSettings | null;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -60,6 +79,7 @@ export interface Config {
   providers: ProviderSettings;
   processing: ProcessingSettings;
   operations: OperationsSettings;
+  outbox: OutboxSettings;
 }
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
@@ -151,6 +171,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
     operations: readOperations(read),
+    outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -173,9 +194,23 @@ function readOperations(read: EnvReader): OperationsSettings {
   const archiveDir = read.string('ARCHIVE_DIR', '') || null;
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
-    alertWebhookUrl: read.httpUrl('ALERT_WEBHOOK_URL'),
+    alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
     stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+  };
+}
+
+function readOutbox(read: EnvReader): OutboxSettings {
+  const smtpUrl = read.url('SMTP_URL', ['smtp:', 'smtps:'], 'smtp://user:password@host:587 or smtps://user:password@host:465');
+  const from = read.mailAddress('MAIL_FROM');
+  const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
+  const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
+  const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
+  if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
+  return {
+    smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
+    fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
   };
 }
 
@@ -287,12 +322,33 @@ class EnvReader {
     }
   }
 
-  httpUrl(name: string): string | null {
+  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
+  url(name: string, schemes: string[], example: string): string | undefined {
     const raw = this.raw(name);
-    if (raw === undefined) return null;
-    if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
-      this.problem(`${name} must be an http(s) URL (got "${raw}")`);
-      return null;
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
+      return undefined;
+    }
+    if (!schemes.includes(url.protocol) || url.hostname === '') {
+      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  mailAddress(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const addresses = addressparser(raw, { flatten: true });
+    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
+      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
+      return undefined;
     }
     return raw;
   }

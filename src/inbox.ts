@@ -20,12 +20,21 @@ export interface ReceiveResult {
 
 const INLINE_POLL_MS = 25;
 
+/** Background work that runs wherever the workers run (the outbox dispatcher). */
+export interface BackgroundComponent {
+  start(): void;
+  /** Resolves once in-flight work finished or `timeoutMs` passed. */
+  stop(timeoutMs: number): Promise<unknown>;
+}
+
 /**
  * The pipeline: verify -> record -> acknowledge, then process in the background (default) or before
  * answering (inline). Verification is separate from receiving, so an already verified or stored
  * event can be received without pretending it was just delivered.
  */
 export class Inbox {
+  private readonly components: BackgroundComponent[] = [];
+
   constructor(
     readonly store: InboxStore,
     readonly providers: ProviderRegistry,
@@ -83,15 +92,21 @@ export class Inbox {
     throw new ProcessingPendingError('event is still being processed; retry later');
   }
 
+  /** Runs `component` beside the workers: started by start(), stopped by stop() before the store closes. */
+  attach(component: BackgroundComponent): void {
+    this.components.push(component);
+  }
+
   /** Starts the background workers (the sweeper also retries failed events in inline mode). */
   start(): void {
     this.sweeper.start(this.settings.sweepIntervalMs);
+    for (const component of this.components) component.start();
   }
 
   /** Stops taking work, lets in-flight events finish (bounded), then closes the store. */
   async stop(timeoutMs: number): Promise<void> {
     await this.sweeper.stop();
-    const drained = await this.pool.stop(timeoutMs);
+    const [drained] = await Promise.all([this.pool.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
     if (!drained) this.logger.warn('shutdown timeout: in-flight events keep their lease and will be taken over');
     await this.store.close();
   }

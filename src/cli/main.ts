@@ -8,6 +8,7 @@ import { openStore } from '../store/open-store.js';
 import { registerArchiveCommands } from './commands/archive.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
+import { registerOutboxCommand } from './commands/outbox.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
@@ -81,6 +82,7 @@ registerStuckCommand(program);
 registerArchiveCommands(program);
 registerSendCommand(program);
 registerDemoCommand(program);
+registerOutboxCommand(program, () => configOrExit().config);
 
 program.parseAsync().catch((error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);

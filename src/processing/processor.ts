@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { EventApplier } from '../domain/handlers.js';
-import { LeaseLostError, PermanentError, RetryLaterError } from '../errors.js';
+import { LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
-import { retryDelayMs, type RetryPolicy } from './retry-policy.js';
+import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 export type ProcessResult =
   | { result: 'processed'; outcome: string }
@@ -87,10 +87,7 @@ export class Processor {
   }
 
   private retryAt(error: unknown, attempts: number): Date | null {
-    const { retry, clock } = this.options;
-    if (error instanceof PermanentError || attempts >= retry.maxAttempts) return null;
-    const delay = error instanceof RetryLaterError && error.retryAfterMs !== undefined ? error.retryAfterMs : retryDelayMs(attempts, retry);
-    return new Date(clock.now().getTime() + delay);
+    return retryAt(error, attempts, this.options.retry, this.options.clock.now());
   }
 
   private async recordFailure(lease: Lease, error: string, retryAt: Date | null, log: Logger): Promise<AttemptOutcome> {

@@ -131,5 +131,18 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .execute();
       },
     },
+    '0005_outbox_dispatch': {
+      async up(db) {
+        // One column per statement: SQLite's ALTER TABLE adds a single column at a time.
+        const columns: Array<[string, RawBuilder<unknown>]> = [
+          ['lease_owner', types.key],
+          ['lease_token', types.shortText],
+          ['lease_expires_at', types.timestamp],
+          ['depends_on_key', types.key],
+          ['outcome', types.longText],
+        ];
+        for (const [name, type] of columns) await db.schema.alterTable('outbox').addColumn(name, type).execute();
+      },
+    },
   };
 }

@@ -73,18 +73,33 @@ export interface EnrollmentsTable {
   updated_at: DbTime;
 }
 
+/**
+ * `pending` waits for its first attempt or a retry; `sending` is leased by a dispatcher; `sent`,
+ * `skipped` (no transport configured) and `failed` (permanent error or attempts used up) are final
+ * until an operator retries the row.
+ */
+export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'skipped';
+
 export interface OutboxTable {
   id: Generated<number>;
   /** Stable per business effect (e.g. one receipt per payment), never per delivery or attempt. */
   idempotency_key: string;
   kind: string;
   payload: string;
-  status: 'pending' | 'sent' | 'failed' | 'skipped';
+  status: OutboxStatus;
   attempts: number;
+  /** Due time while pending, lease expiry while sending (so a takeover is found by the same query). */
   next_attempt_at: DbTime | null;
   last_error: string | null;
   created_at: DbTime;
   sent_at: DbTime | null;
+  lease_owner: Generated<string | null>;
+  lease_token: Generated<string | null>;
+  lease_expires_at: Generated<DbTime | null>;
+  /** Another row's key that must be final first (a cancellation waits for what it cancels). */
+  depends_on_key: Generated<string | null>;
+  /** What the downstream answered when the row was finished (or why it was skipped). */
+  outcome: Generated<string | null>;
 }
 
 /** One operator replay of one event: who asked, when, why, what the event was before, what happened. */
