@@ -20,7 +20,9 @@ export interface DemoReport {
   steps: DemoStep[];
   events: Array<{ provider: string; eventId: string; eventType: string; status: string; outcome: string | null }>;
   payments: Array<{ provider: string; paymentId: string; status: string; userId: string | null; courseId: string | null }>;
-  effects: { orders: number; activeEnrollments: number; revokedEnrollments: number; receipts: number };
+  effects: { orders: number; activeEnrollments: number; revokedEnrollments: number };
+  /** Side effects queued in the outbox, by kind (receipt e-mails, fulfilment requests, ...). */
+  outbox: Record<string, number>;
 }
 
 interface DemoDelivery {
@@ -107,6 +109,8 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
     const events = await db.selectFrom('webhook_events').select(['provider', 'event_id', 'event_type', 'status', 'outcome']).orderBy('id').execute();
     const payments = await db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'user_id', 'course_id']).orderBy('id').execute();
     const count = async (query: Promise<unknown[]>) => (await query).length;
+    const outbox: Record<string, number> = {};
+    for (const { kind } of await db.selectFrom('outbox').select('kind').execute()) outbox[kind] = (outbox[kind] ?? 0) + 1;
     return {
       databaseUrl: config.databaseUrl,
       steps,
@@ -116,8 +120,8 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
         orders: await count(db.selectFrom('orders').select('id').execute()),
         activeEnrollments: await count(db.selectFrom('enrollments').select('id').where('status', '=', 'active').execute()),
         revokedEnrollments: await count(db.selectFrom('enrollments').select('id').where('status', '=', 'revoked').execute()),
-        receipts: await count(db.selectFrom('outbox').select('id').execute()),
       },
+      outbox,
     };
   } finally {
     await app.close();

@@ -31,8 +31,9 @@ export function registerDemoCommand(program: Command): void {
         ['user', (p) => p.userId],
         ['course', (p) => p.courseId],
       ]);
-      const { orders, activeEnrollments, revokedEnrollments, receipts } = report.effects;
-      console.log(`\nBusiness effects: ${orders} orders, ${activeEnrollments} active + ${revokedEnrollments} revoked enrollments, ${receipts} receipts queued (one per payment).`);
+      const { orders, activeEnrollments, revokedEnrollments } = report.effects;
+      const outbox = Object.entries(report.outbox).map(([kind, n]) => `${n} ${kind}`).join(', ');
+      console.log(`\nBusiness effects: ${orders} orders, ${activeEnrollments} active + ${revokedEnrollments} revoked enrollments; outbox (one per payment and kind): ${outbox}.`);
       console.log(flags.keep ? `Database kept: DATABASE_URL=${report.databaseUrl} webhook-inbox events list` : 'The temporary database was removed (--keep keeps it).');
     });
 }
