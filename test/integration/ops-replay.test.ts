@@ -4,6 +4,7 @@ import { createInbox } from '../../src/app.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import type { PaymentHandlers } from '../../src/domain/handlers.js';
 import type { Inbox } from '../../src/inbox.js';
+import { findEvents } from '../../src/ops/events.js';
 import { Replayer } from '../../src/ops/replay.js';
 import { cli } from '../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
@@ -122,13 +123,8 @@ for (const backend of STORE_BACKENDS) {
     });
 
     // The commands are the same over both stores; their wiring is checked once.
-    if (backend === 'mysql') test('the CLI: events list/show, replay --dry-run, replay --reason, a usage error', async () => {
+    if (backend === 'mysql') test('the CLI: events show, replay --dry-run, replay --reason', async () => {
       const env = { DATABASE_URL: db.url, STRIPE_WEBHOOK_SECRET: 'whsec_unused' };
-      const list = await cli(['events', 'list', '--provider', 'stripe', '--status', 'processed', '--limit', '3'], env);
-      assert.equal(list.code, 0, list.output);
-      assert.match(list.output, /evt_replay_0 +payment_intent\.succeeded +processed/);
-      assert.match(list.output, /more events match/);
-
       const show = await cli(['events', 'show', 'evt_replay_0', '--json'], env);
       assert.equal(show.code, 0, show.output);
       const detail = JSON.parse(show.output) as { status: string; payload: string; replays: Array<{ actor: string }> };
@@ -143,13 +139,14 @@ for (const backend of STORE_BACKENDS) {
       const replayed = await cli(['replay', 'evt_replay_2', '--reason', 'cli check', '--actor', 'cli-tester', '--json'], env);
       assert.equal(replayed.code, 0, replayed.output);
       assert.equal((JSON.parse(replayed.output) as { counts: { processed: number } }).counts.processed, 1);
-
-      const usage = await cli(['replay', '--status', 'failed', '--since', 'yesterday', '--reason', 'x'], env);
-      assert.equal(usage.code, 2, usage.output);
-      assert.match(usage.output, /"yesterday" is neither a duration \(24h, 7d\) nor a date/);
     });
 
-    test('unknown events and missing reasons are clear errors', async () => {
+    test('events are listed by filter; unknown events and missing reasons are clear errors', async () => {
+      const db = operators[0]!.store.db;
+      const page = await findEvents(db, { provider: 'stripe', status: 'processed', limit: 3 });
+      assert.deepEqual([page.events.length, page.more], [3, true]);
+      assert.equal((await findEvents(db, { type: 'charge.refunded', limit: 10 })).events.length, 0);
+      assert.equal((await findEvents(db, { since: new Date(Date.now() + 60_000), limit: 10 })).events.length, 0);
       const replayer = replayerOf(operators[0]!);
       await assert.rejects(replayer.runOnce({ kind: 'events', refs: ['evt_missing'] }, { dryRun: true, actor: 'tester' }), /no event "evt_missing"/);
       await assert.rejects(replayer.runOnce({ kind: 'events', refs: ['evt_replay_3'] }, { dryRun: false, actor: 'tester', reason: '  ' }), /needs --reason/);
