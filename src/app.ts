@@ -11,6 +11,7 @@ import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
+import { scheduleOperations } from './ops/schedule.js';
 import { createLogger } from './observability/logger.js';
 import type { InboxMetrics } from './observability/metrics.js';
 import { PrometheusMetrics } from './observability/prometheus.js';
@@ -98,5 +99,8 @@ export async function createApp(config: Config, options: InboxOptions = {}): Pro
   }
   const app = await createServer(config, inbox);
   inbox.start();
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
+  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
+  app.addHook('onClose', () => operations.stop());
   return { app, inbox };
 }

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import addressparser from 'nodemailer/lib/addressparser';
+import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
+import { parseDuration } from './ops/duration.js';
 import { databaseUrlProblem } from './store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
@@ -40,6 +42,13 @@ export interface ProcessingSettings {
   inlineWaitMs: number;
 }
 
+/** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
+export interface OperationsSettings {
+  alertWebhookUrl: string | null;
+  stuckCheck: { cron: string | null; olderThanMs: number };
+  archive: { cron: string | null; dir: string | null; olderThanMs: number };
+}
+
 export interface SmtpSettings {
   /** smtp:// or smtps:// with credentials; never logged. */
   url: string;
@@ -69,6 +78,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  operations: OperationsSettings;
   outbox: OutboxSettings;
 }
 
@@ -160,6 +170,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
     },
+    operations: readOperations(read),
     outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
@@ -176,6 +187,17 @@ function readPayu(read: EnvReader): PayuSettings | null {
   if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
   if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
+}
+
+function readOperations(read: EnvReader): OperationsSettings {
+  const archiveCron = read.cron('ARCHIVE_CRON', null);
+  const archiveDir = read.string('ARCHIVE_DIR', '') || null;
+  if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
+  return {
+    alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
+    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+  };
 }
 
 function readOutbox(read: EnvReader): OutboxSettings {
@@ -276,6 +298,30 @@ class EnvReader {
     return secrets;
   }
 
+  duration(name: string, fallback: string): number {
+    const raw = this.raw(name) ?? fallback;
+    try {
+      return parseDuration(raw);
+    } catch (error) {
+      this.problem(`${name}: ${(error as Error).message}`);
+      return parseDuration(fallback);
+    }
+  }
+
+  /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
+  cron(name: string, fallback: string | null): string | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (raw.toLowerCase() === 'off') return null;
+    try {
+      new Cron(raw, { paused: true }).stop();
+      return raw;
+    } catch (error) {
+      this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
+      return fallback;
+    }
+  }
+
   /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
   url(name: string, schemes: string[], example: string): string | undefined {
     const raw = this.raw(name);
@@ -294,6 +340,7 @@ class EnvReader {
     return raw;
   }
 
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
   /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
   mailAddress(name: string): string | undefined {
     const raw = this.raw(name);

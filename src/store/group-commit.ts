@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ExpressionOrFactory, Kysely, Selectable, SqlBool } from 'kysely';
+import type { ExpressionBuilder, ExpressionOrFactory, Kysely, Selectable, SqlBool } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -41,20 +41,33 @@ interface KnownRow {
   status: EventStatus;
 }
 
-async function rowsByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
+/** Matches the batch's (provider, event_id) keys, a query per provider present, in one statement. */
+function whereKeys(events: VerifiedEvent[]) {
   const byProvider = groupBy(events, (event) => event.provider);
-  const rows = await db
-    .selectFrom('webhook_events')
-    .select(['id', 'provider', 'event_id', 'status'])
-    .where((eb) =>
-      eb.or([...byProvider].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', group.map((e) => e.eventId))]))),
-    )
-    .execute();
+  return (eb: ExpressionBuilder<InboxDatabase, 'webhook_events' | 'archived_event_keys'>) =>
+    eb.or([...byProvider].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', group.map((e) => e.eventId))])));
+}
+
+async function rowsByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
+  const rows = await db.selectFrom('webhook_events').select(['id', 'provider', 'event_id', 'status']).where(whereKeys(events)).execute();
   return new Map(rows.map((row) => [keyOf(row.provider, row.event_id), { id: row.id, status: row.status }]));
 }
 
 /**
- * Records many events in one transaction: read which already exist, insert the others in one
+ * Events already known: stored, or archived (their key stays behind, with the row id they had). The
+ * archive commits the key before it deletes the row, so one read of both finds one or the other.
+ */
+async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
+  const known = await rowsByKey(db, events);
+  const unknown = events.filter((e) => !known.has(keyOf(e.provider, e.eventId)));
+  if (unknown.length === 0) return known;
+  const archived = await db.selectFrom('archived_event_keys').select(['event_row_id', 'provider', 'event_id']).where(whereKeys(unknown)).execute();
+  for (const row of archived) known.set(keyOf(row.provider, row.event_id), { id: Number(row.event_row_id), status: 'processed' });
+  return known;
+}
+
+/**
+ * Records many events in one transaction: read which already exist (or were archived), insert the others in one
  * multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row count says how
  * many rows were new but not which, so the read before the insert decides, and the count only
  * confirms that nobody else inserted one of them in between (otherwise ConcurrentInsertError).
@@ -68,7 +81,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   }
   const unique = [...firstByKey.values()];
   const { existing, created } = await db.transaction().execute(async (tx) => {
-    const existing = await rowsByKey(tx, unique.map((r) => r.event));
+    const existing = await knownByKey(tx, unique.map((r) => r.event));
     // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
     const missing = unique.filter((r) => !existing.has(keyOf(r.event.provider, r.event.eventId))).sort((a, b) => compare(a.event, b.event));
     if (missing.length === 0) return { existing, created: new Map<string, KnownRow>() };

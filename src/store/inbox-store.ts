@@ -115,20 +115,30 @@ export class KyselyInboxStore implements InboxStore {
   /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
   private async recordOne({ event, receivedAt }: RecordRequest): Promise<RecordResult> {
     return this.guard(async () => {
+      const row = {
+        provider: event.provider,
+        event_id: event.eventId,
+        event_type: event.eventType,
+        payload: event.payload,
+        headers: JSON.stringify(event.headers),
+        status: 'received',
+        attempts: 0,
+        next_attempt_at: receivedAt,
+        created_at: receivedAt,
+      } as const;
+      // One statement: inserted only when neither the event nor its archived key exists. The archive
+      // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
       const inserted = await this.ackDb
         .insertInto('webhook_events')
         .orIgnore()
-        .values({
-          provider: event.provider,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          payload: event.payload,
-          headers: JSON.stringify(event.headers),
-          status: 'received',
-          attempts: 0,
-          next_attempt_at: receivedAt,
-          created_at: receivedAt,
-        })
+        .columns(Object.keys(row) as Array<keyof typeof row>)
+        .expression(
+          this.ackDb
+            .selectNoFrom(Object.entries(row).map(([column, value]) => sql.val(value).as(column)))
+            .where(({ not, exists, selectFrom }) =>
+              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', event.provider).where('event_id', '=', event.eventId))),
+            ),
+        )
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
         return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
@@ -138,8 +148,15 @@ export class KyselyInboxStore implements InboxStore {
         .select(['id', 'status'])
         .where('provider', '=', event.provider)
         .where('event_id', '=', event.eventId)
+        .executeTakeFirst();
+      if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      const archived = await this.ackDb
+        .selectFrom('archived_event_keys')
+        .select('event_row_id')
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
         .executeTakeFirstOrThrow();
-      return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      return { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' };
     });
   }
 
@@ -274,7 +291,7 @@ export class KyselyInboxStore implements InboxStore {
   }
 }
 
-function toEventState(row: Selectable<WebhookEventsTable>): EventState {
+export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
   return {
     id: row.id,
     provider: row.provider,

@@ -102,12 +102,46 @@ export interface OutboxTable {
   outcome: Generated<string | null>;
 }
 
+/** One operator replay of one event: who asked, when, why, what the event was before, what happened. */
+export interface EventReplaysTable {
+  id: Generated<number>;
+  event_row_id: number;
+  provider: string;
+  event_id: string;
+  actor: string;
+  reason: string;
+  previous_status: EventStatus;
+  previous_attempts: number;
+  previous_error: string | null;
+  /** NULL while the replay runs (or if it was interrupted). */
+  result: string | null;
+  requested_at: DbTime;
+  finished_at: DbTime | null;
+}
+
+/**
+ * What stays behind when an event is archived: its key, so a redelivery is still a duplicate, and
+ * where the archived copy is.
+ */
+export interface ArchivedEventKeysTable {
+  id: Generated<number>;
+  provider: string;
+  event_id: string;
+  /** webhook_events.id the event had; duplicates of it answer with this id. */
+  event_row_id: number;
+  event_created_at: DbTime;
+  archive_file: string;
+  archived_at: DbTime;
+}
+
 export interface InboxDatabase {
   webhook_events: WebhookEventsTable;
   payments: PaymentsTable;
   orders: OrdersTable;
   enrollments: EnrollmentsTable;
   outbox: OutboxTable;
+  event_replays: EventReplaysTable;
+  archived_event_keys: ArchivedEventKeysTable;
 }
 
 export function toDbTime(date: Date): DbTime {

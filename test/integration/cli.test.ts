@@ -1,33 +1,16 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { openStore } from '../../src/store/open-store.js';
 import { systemClock } from '../../src/clock.js';
+import { exitOf, runCli as run } from '../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 const databases = await createTestDatabases();
-const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
-
-function run(args: string[], env: Record<string, string>, cwd?: string): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return Object.assign(child, { output: () => output });
-}
-
-async function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code;
-}
-
 /** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
 async function serve(env: Record<string, string>, cwd?: string) {
   const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env }, cwd);

@@ -53,6 +53,16 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(results[0]!.outcome, 'recorded', 'the first delivery of an event in a batch records it');
     });
 
+    test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
+      const now = toDbTime(clock.now());
+      await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
+      const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
+      assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
+      assert.deepEqual(results[2], results[0]);
+      assert.equal(results[1]!.outcome, 'recorded');
+      assert.equal(await store.findEvent('razorpay', 'gc_archived'), null, 'no new row for an archived event');
+    });
+
     test('two stores racing on the same events (two processes): still one "recorded" per event', async () => {
       const other = openStore(db.url, { poolSize: 4, clock });
       try {

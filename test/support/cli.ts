@@ -7,8 +7,8 @@ const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
 export type CliProcess = ChildProcess & { output: () => string; stdout: NonNullable<ChildProcess['stdout']> };
 
 /** Starts `webhook-inbox <args>` with only PATH and `env` in its environment; output collects both streams. */
-export function runCli(args: string[], env: Record<string, string>): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -22,8 +22,8 @@ export async function exitOf(child: ChildProcess): Promise<number | null> {
 }
 
 /** Runs a command to its end: exit code and everything it printed. */
-export async function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = runCli(args, env);
+export async function cli(args: string[], env: Record<string, string>, cwd?: string): Promise<{ code: number | null; output: string }> {
+  const child = runCli(args, env, cwd);
   const code = await exitOf(child);
   return { code, output: child.output() };
 }
