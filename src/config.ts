@@ -33,6 +33,14 @@ export interface ProcessingSettings {
   retryMaxMs: number;
   sweepIntervalMs: number;
   inlineWaitMs: number;
+  /** How long a delivery waits for its database insert before the answer is a 503. */
+  recordTimeoutMs: number;
+}
+
+/** Set: the Redis Streams transport; null: in-process. */
+export interface RedisSettings {
+  url: string;
+  stream: string;
 }
 
 export interface Config {
@@ -46,6 +54,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  redis: RedisSettings | null;
 }
 
 export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/webhook_inbox';
@@ -107,7 +116,9 @@ export function loadConfig(env: Env = process.env): Config {
       retryMaxMs,
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
+      recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },
+    redis: readRedis(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -120,6 +131,12 @@ function readPayu(read: EnvReader): PayuSettings | null {
   if (merchantKey) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
   if (merchantSalt) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
+}
+
+function readRedis(read: EnvReader): RedisSettings | null {
+  const url = read.redisUrl('REDIS_URL');
+  const stream = read.string('REDIS_STREAM', 'webhook-inbox:events');
+  return url ? { url, stream } : null;
 }
 
 class EnvReader {
@@ -200,6 +217,24 @@ class EnvReader {
       return undefined;
     }
     return secrets;
+  }
+
+  /** Never echoes the value: a Redis URL may carry a password. */
+  redisUrl(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.problem(`${name} is not a valid URL (expected redis://[:password@]host:6379[/db])`);
+      return undefined;
+    }
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+      this.problem(`${name} must start with redis:// or rediss:// (got "${url.protocol}//...")`);
+      return undefined;
+    }
+    return raw;
   }
 
   databaseUrl(name: string): string {

@@ -5,7 +5,8 @@ import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { inboxMigrations } from './migrations.js';
-import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import { ensurePaymentLeaseRow, releasePaymentLease, takePaymentLease, type PaymentRef } from './payment-leases.js';
+import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
@@ -40,7 +41,7 @@ export class KyselyInboxStore implements InboxStore {
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 
-  async record(event: VerifiedEvent): Promise<RecordResult> {
+  async record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
     return this.guard(async () => {
       const now = toDbTime(this.clock.now());
       const inserted = await this.db
@@ -56,6 +57,7 @@ export class KyselyInboxStore implements InboxStore {
           attempts: 0,
           next_attempt_at: now,
           created_at: now,
+          payment_id: paymentId,
         })
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
@@ -73,32 +75,43 @@ export class KyselyInboxStore implements InboxStore {
 
   async claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
     return this.guard(async () => {
+      const target = await this.db.selectFrom('webhook_events').select(['provider', 'payment_id', 'status', 'next_attempt_at']).where('id', '=', id).executeTakeFirst();
       const now = this.clock.now();
+      // Most offers of an event that is not due (processed, or held by a live lease) stop at this read.
+      if (!target || !isDue(target, toDbTime(now))) return null;
+      const payment = target.payment_id === null ? null : { provider: target.provider, paymentId: target.payment_id };
+      if (payment) await ensurePaymentLeaseRow(this.db, payment);
+
       const expiresAt = new Date(now.getTime() + leaseMs);
       const token = randomUUID();
-      const claimed = await this.db
-        .updateTable('webhook_events')
-        .set((eb) => ({
-          status: 'processing',
-          attempts: eb('attempts', '+', 1),
-          lease_owner: owner,
-          lease_token: token,
-          lease_expires_at: toDbTime(expiresAt),
-          next_attempt_at: toDbTime(expiresAt),
-        }))
-        .where('id', '=', id)
-        .where((eb) =>
-          eb.or([
-            eb('status', '=', 'received'),
-            eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))]),
-          ]),
-        )
-        .executeTakeFirst();
-      if (claimed.numUpdatedRows !== 1n) return null;
-
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
+      // One transaction, payment lease first (the lock order every writer keeps): both leases or neither.
+      const row = await this.withConflictRetries(() =>
+        commitUnlessNull(this.db, async (tx) => {
+          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: toDbTime(expiresAt) }, toDbTime(now)))) return null;
+          const claimed = await tx
+            .updateTable('webhook_events')
+            .set((eb) => ({
+              status: 'processing',
+              attempts: eb('attempts', '+', 1),
+              lease_owner: owner,
+              lease_token: token,
+              lease_expires_at: toDbTime(expiresAt),
+              next_attempt_at: toDbTime(expiresAt),
+            }))
+            .where('id', '=', id)
+            .where((eb) =>
+              eb.or([
+                eb('status', '=', 'received'),
+                eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))]),
+              ]),
+            )
+            .executeTakeFirst();
+          if (claimed.numUpdatedRows !== 1n) return null;
+          return tx.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+        }),
+      );
       if (!row) return null;
-      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts };
+      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts, payment };
       return {
         lease,
         event: {
@@ -116,52 +129,66 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   async completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await this.db.transaction().execute(async (tx) => {
-          const outcome = await work(tx);
-          const now = toDbTime(this.clock.now());
-          const fenced = await tx
-            .updateTable('webhook_events')
-            .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
-            .where('id', '=', lease.id)
-            .where('lease_token', '=', lease.token)
-            .where('status', '=', 'processing')
-            .where('lease_expires_at', '>', now)
-            .executeTakeFirst();
-          if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
-          return outcome;
-        });
-      } catch (error) {
-        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
-        throw this.translate(error);
-      }
-    }
+    return this.withConflictRetries(() =>
+      this.db.transaction().execute(async (tx) => {
+        const outcome = await work(tx);
+        const now = toDbTime(this.clock.now());
+        if (lease.payment && !(await releasePaymentLease(tx, lease.payment, lease.token))) throw new LeaseLostError(lease.id);
+        const fenced = await tx
+          .updateTable('webhook_events')
+          .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
+          .where('id', '=', lease.id)
+          .where('lease_token', '=', lease.token)
+          .where('status', '=', 'processing')
+          .where('lease_expires_at', '>', now)
+          .executeTakeFirst();
+        if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
+        return outcome;
+      }),
+    );
   }
 
   async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
-    return this.guard(async () => {
-      const result = await this.db
-        .updateTable('webhook_events')
-        .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
-        .where('id', '=', lease.id)
-        .where('lease_token', '=', lease.token)
-        .where('status', '=', 'processing')
-        .executeTakeFirst();
-      return result.numUpdatedRows === 1n;
-    });
+    return this.withConflictRetries(() =>
+      this.db.transaction().execute(async (tx) => {
+        if (lease.payment) await releasePaymentLease(tx, lease.payment, lease.token);
+        const result = await tx
+          .updateTable('webhook_events')
+          .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
+          .where('id', '=', lease.id)
+          .where('lease_token', '=', lease.token)
+          .where('status', '=', 'processing')
+          .executeTakeFirst();
+        return result.numUpdatedRows === 1n;
+      }),
+    );
   }
 
-  async dueEventIds(limit: number): Promise<number[]> {
+  async dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
     return this.guard(async () => {
       const rows = await this.db
         .selectFrom('webhook_events')
         .select('id')
-        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
+        .where('next_attempt_at', '<=', toDbTime(new Date(this.clock.now().getTime() - overdueMs)))
         .orderBy('next_attempt_at')
         .limit(limit)
         .execute();
       return rows.map((r) => r.id);
+    });
+  }
+
+  async nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
+    return this.guard(async () => {
+      const row = await this.db
+        .selectFrom('webhook_events')
+        .select('id')
+        .where('provider', '=', payment.provider)
+        .where('payment_id', '=', payment.paymentId)
+        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
+        .orderBy('next_attempt_at')
+        .limit(1)
+        .executeTakeFirst();
+      return row?.id ?? null;
     });
   }
 
@@ -183,6 +210,18 @@ export class KyselyInboxStore implements InboxStore {
     await this.db.destroy();
   }
 
+  /** Deadlocks and lock timeouts roll the whole transaction back; running it again is safe. */
+  private async withConflictRetries<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
+        throw this.translate(error);
+      }
+    }
+  }
+
   private async guard<T>(operation: () => Promise<T>): Promise<T> {
     try {
       return await operation();
@@ -196,6 +235,28 @@ export class KyselyInboxStore implements InboxStore {
       return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
     }
     return error;
+  }
+}
+
+/** The claim's own condition, read first so that offers of an event that is not due cost one SELECT. */
+function isDue(event: { status: EventStatus; next_attempt_at: DbTime | null }, now: DbTime): boolean {
+  if (event.status === 'received') return true;
+  return event.status !== 'processed' && event.next_attempt_at !== null && event.next_attempt_at <= now;
+}
+
+const ROLLBACK = Symbol('rollback');
+
+/** Runs `work` in a transaction that commits unless `work` returns null. */
+async function commitUnlessNull<T>(db: Kysely<InboxDatabase>, work: (tx: BusinessTransaction) => Promise<T | null>): Promise<T | null> {
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const result = await work(tx);
+      if (result === null) throw ROLLBACK;
+      return result;
+    });
+  } catch (error) {
+    if (error === ROLLBACK) return null;
+    throw error;
   }
 }
 
