@@ -1,40 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createConnection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
+import { exitOf, runCli as run, serve } from '../support/processes.js';
+import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const database = await createTestDatabase();
-const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
-
-function run(args: string[], env: Record<string, string>): ChildProcess & { output: () => string } {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return Object.assign(child, { output: () => output });
-}
-
-async function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code;
-}
-
-/** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
-async function serve(env: Record<string, string>) {
-  const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env });
-  const listening = () => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(child.output());
-  await waitFor('serve to listen', () => {
-    if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
-    return listening() !== null;
-  }, 20_000);
-  return { child, url: listening()![1]! };
-}
 
 describe('the webhook-inbox command', { skip: 'skip' in database && database.skip }, () => {
   const db = database as TestDatabase;
@@ -45,7 +17,7 @@ describe('the webhook-inbox command', { skip: 'skip' in database && database.ski
   test('migrate applies the versioned migrations once', async () => {
     const first = run(['migrate'], { DATABASE_URL: db.url });
     assert.equal(await exitOf(first), 0, first.output());
-    assert.match(first.output(), /applied: 0001_webhook_events, 0002_course_platform/);
+    assert.match(first.output(), /applied: 0001_webhook_events, 0002_course_platform, 0003_payment_leases/);
     const second = run(['migrate'], { DATABASE_URL: db.url });
     assert.equal(await exitOf(second), 0);
     assert.match(second.output(), /database is up to date/);

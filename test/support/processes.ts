@@ -1,0 +1,90 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+import { waitFor } from './harness.js';
+import { TEST_SECRETS } from './signing.js';
+
+const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
+/** Only the end of a long-running process's output is kept, for failure messages. */
+const OUTPUT_KEPT = 256 * 1024;
+
+export type CliProcess = ChildProcess & { output: () => string };
+
+/** Runs `webhook-inbox <args>` as a child process with exactly `env` (plus PATH). */
+export function runCli(args: string[], env: Record<string, string>): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.length > 2 * OUTPUT_KEPT) output = output.slice(-OUTPUT_KEPT);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return Object.assign(child, { output: () => output });
+}
+
+export async function exitOf(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return code;
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  server.close();
+  await once(server, 'close');
+  return port;
+}
+
+/** The environment every inbox process of a test gets: test secrets, quiet unless asked. */
+export function inboxEnv(env: Record<string, string>): Record<string, string> {
+  return { HOST: '127.0.0.1', LOG_LEVEL: 'warn', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env };
+}
+
+/** Starts `webhook-inbox serve [flags]` on a free port; resolves with its base URL once it answers HTTP. */
+export async function serve(env: Record<string, string>, flags: string[] = []): Promise<{ child: CliProcess; url: string }> {
+  const port = await freePort();
+  const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    'serve to answer HTTP',
+    async () => {
+      if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
+      return fetch(url).then(
+        () => true,
+        () => false,
+      );
+    },
+    30_000,
+  );
+  return { child, url };
+}
+
+/** Starts `webhook-inbox worker`; resolves once its workers run. */
+export async function worker(env: Record<string, string>): Promise<CliProcess> {
+  const child = runCli(['worker'], inboxEnv({ ...env, LOG_LEVEL: 'info' }));
+  await waitFor(
+    'worker to start',
+    () => {
+      if (child.exitCode !== null) throw new Error(`worker exited:\n${child.output()}`);
+      return child.output().includes('workers started');
+    },
+    30_000,
+  );
+  return child;
+}
+
+/** Stops every child still running (SIGKILL: tests clean up, they do not test shutdown here). */
+export async function killAll(children: ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exitOf(child);
+    }),
+  );
+}
