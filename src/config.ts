@@ -234,6 +234,10 @@ class EnvReader {
       this.problem(`${name} must start with redis:// or rediss:// (got "${url.protocol}//...")`);
       return undefined;
     }
+    if (url.hostname === '') {
+      this.problem(`${name} must name a host, e.g. redis://127.0.0.1:6379`);
+      return undefined;
+    }
     return raw;
   }
 

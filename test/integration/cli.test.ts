@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { createConnection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { exitOf, runCli as run, serve } from '../support/processes.js';
+import { exitOf, runCli as run, serve, worker } from '../support/processes.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const database = await createTestDatabase();
@@ -58,6 +58,30 @@ describe('the webhook-inbox command', { skip: 'skip' in database && database.ski
       assert.deepEqual(events, [{ attempts: 1 }], 'processed once across the restart');
       const [orders] = await sql.query("SELECT COUNT(*) AS n FROM orders WHERE payment_id = 'pi_cli_1'");
       assert.deepEqual(orders, [{ n: 1 }]);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  test('serve --no-workers only receives; worker processes (no HTTP); both exit 0 on SIGTERM', async () => {
+    const delivery = stripeDelivery(stripePaymentEvent('evt_cli_2', 'payment_intent.succeeded', 'pi_cli_2', { userId: 'u_cli', courseId: 'c_cli_2' }));
+    const receiver = await serve({ DATABASE_URL: db.url }, ['--no-workers']);
+    const sql = await createConnection({ uri: db.url });
+    const status = async () => ((await sql.query("SELECT status FROM webhook_events WHERE event_id = 'evt_cli_2'"))[0] as Array<{ status: string }>)[0]?.status;
+    try {
+      const response = await fetch(`${receiver.url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+      assert.equal(response.status, 200);
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.equal(await status(), 'received', 'a receive-only process does not process');
+
+      const workers = await worker({ DATABASE_URL: db.url });
+      await waitFor('evt_cli_2 processed by the worker', async () => (await status()) === 'processed');
+      assert.match(workers.output(), /"transport":"in-process"/);
+
+      workers.kill('SIGTERM');
+      receiver.child.kill('SIGTERM');
+      assert.equal(await exitOf(workers), 0, workers.output());
+      assert.equal(await exitOf(receiver.child), 0, receiver.child.output());
     } finally {
       await sql.end();
     }
