@@ -43,7 +43,7 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
     children.push(...servers.map((s) => s.child), ...workers);
   });
   after(async () => {
-    await killAll(children);
+    await killAll();
     await sql?.end();
     await privateRedis?.stop();
     await db?.drop();
