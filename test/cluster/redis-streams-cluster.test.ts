@@ -4,7 +4,8 @@ import { createConnection, type Connection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import { capturedPayments, deliverUntilAcknowledged, inParallel, outcomeCounts, processingLag, waitUntilAllProcessed, type Acknowledged, type PaymentEvent } from '../support/load.js';
-import { exitOf, killAll, runCli, serve, worker, type CliProcess } from '../support/processes.js';
+import { cli, type CliProcess } from '../support/cli.js';
+import { killAll, serve, worker } from '../support/processes.js';
 import { PrivateRedis, type Unavailable } from '../support/services.js';
 
 /**
@@ -30,8 +31,8 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
   before(async () => {
     db = database as TestDatabase;
     privateRedis = redis as PrivateRedis;
-    const migrate = runCli(['migrate'], { DATABASE_URL: db.url });
-    assert.equal(await exitOf(migrate), 0, migrate.output());
+    const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
+    assert.equal(migrate.code, 0, migrate.output);
     sql = await createConnection({ uri: db.url });
 
     const env = { DATABASE_URL: db.url, REDIS_URL: privateRedis.url, REDIS_STREAM: stream, MIGRATE_ON_START: 'false', SWEEP_INTERVAL_MS: '500' };
