@@ -22,7 +22,9 @@ import type { OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
+import { Workers } from './processing/workers.js';
 import { ProviderRegistry } from './providers/registry.js';
+import { openQueue } from './queue/open-queue.js';
 import { openStore } from './store/open-store.js';
 
 export interface InboxOptions {
@@ -63,9 +65,19 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
     logger,
     metrics,
   });
-  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
-  const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger);
-  const inbox = new Inbox(store, providers, processor, pool, sweeper, processing, clock, logger, metrics, readiness);
+  const pool: WorkerPool = new WorkerPool(
+    async (id) => {
+      const processed = await processor.process(id);
+      if ('handOff' in processed && processed.handOff !== undefined) pool.enqueue(processed.handOff);
+    },
+    processing.concurrency,
+    logger,
+  );
+  const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
+  // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
+  const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger, processing.sweepIntervalMs);
+  const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
+  const inbox = new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports }));
   return inbox;
 }
@@ -87,20 +99,37 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
   return app;
 }
 
+export interface AppOptions extends InboxOptions {
+  /** false: receive only (`serve --no-workers`), separate worker processes do the processing. */
+  workers?: boolean;
+}
+
 /** Inbox plus server, migrated (unless disabled) and with workers running, not yet listening. */
-export async function createApp(config: Config, options: InboxOptions = {}): Promise<{ app: FastifyInstance; inbox: Inbox }> {
+export async function createApp(config: Config, options: AppOptions = {}): Promise<{ app: FastifyInstance; inbox: Inbox }> {
+  const inbox = await openInbox(config, options);
+  for (const { name, variables } of inbox.providers.unconfigured()) {
+    inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
+  }
+  const app = await createServer(config, inbox);
+  if (options.workers !== false) inbox.start();
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
+  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
+  app.addHook('onClose', () => operations.stop());
+  return { app, inbox };
+}
+
+/** Workers only, no HTTP (`webhook-inbox worker`): migrated (unless disabled) and running. */
+export async function startWorkers(config: Config, options: InboxOptions = {}): Promise<Inbox> {
+  const inbox = await openInbox(config, options);
+  inbox.start();
+  return inbox;
+}
+
+async function openInbox(config: Config, options: InboxOptions): Promise<Inbox> {
   const inbox = createInbox(config, options);
   if (config.migrateOnStart) {
     const applied = await inbox.store.migrate();
     if (applied.length > 0) inbox.logger.info({ migrations: applied }, 'migrations applied');
   }
-  for (const { name, variables } of inbox.providers.unconfigured()) {
-    inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
-  }
-  const app = await createServer(config, inbox);
-  inbox.start();
-  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
-  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
-  app.addHook('onClose', () => operations.stop());
-  return { app, inbox };
+  return inbox;
 }

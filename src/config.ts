@@ -40,6 +40,14 @@ export interface ProcessingSettings {
   retryMaxMs: number;
   sweepIntervalMs: number;
   inlineWaitMs: number;
+  /** How long a delivery waits for its database insert before the answer is a 503. */
+  recordTimeoutMs: number;
+}
+
+/** Set: the Redis Streams transport; null: in-process. */
+export interface RedisSettings {
+  url: string;
+  stream: string;
 }
 
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
@@ -78,6 +86,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
+  redis: RedisSettings | null;
   operations: OperationsSettings;
   outbox: OutboxSettings;
 }
@@ -169,7 +178,9 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
       retryMaxMs,
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
+      recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },
+    redis: readRedis(read),
     operations: readOperations(read),
     outbox: readOutbox(read),
   };
@@ -187,6 +198,12 @@ function readPayu(read: EnvReader): PayuSettings | null {
   if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
   if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
+}
+
+function readRedis(read: EnvReader): RedisSettings | null {
+  const url = read.url('REDIS_URL', ['redis:', 'rediss:'], 'redis://[:password@]127.0.0.1:6379[/db]');
+  const stream = read.streamKey('REDIS_STREAM', 'webhook-inbox:events');
+  return url ? { url, stream } : null;
 }
 
 function readOperations(read: EnvReader): OperationsSettings {
@@ -320,6 +337,15 @@ class EnvReader {
       this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
       return fallback;
     }
+  }
+
+  /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
+  streamKey(name: string, fallback: string): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
+    this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
+    return fallback;
   }
 
   /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */

@@ -2,14 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config.js';
-import { ProcessingPendingError } from './errors.js';
+import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
 import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
 import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
-import type { Sweeper } from './processing/sweeper.js';
-import type { WorkerPool } from './processing/worker-pool.js';
+import type { Workers } from './processing/workers.js';
 import type { RawDelivery, VerifiedEvent } from './providers/provider.js';
 import type { ProviderRegistry } from './providers/registry.js';
+import type { EventQueue } from './queue/queue.js';
 import type { InboxStore, RecordResult } from './store/store.js';
 
 export interface ReceiveResult {
@@ -39,8 +39,8 @@ export class Inbox {
     readonly store: InboxStore,
     readonly providers: ProviderRegistry,
     readonly processor: Processor,
-    private readonly pool: WorkerPool,
-    private readonly sweeper: Sweeper,
+    readonly queue: EventQueue,
+    private readonly workers: Workers,
     private readonly settings: ProcessingSettings,
     readonly clock: Clock,
     readonly logger: Logger,
@@ -64,10 +64,26 @@ export class Inbox {
 
   /** Records a verified event; resolves once the record is durable (and, inline, processed). */
   async receive(event: VerifiedEvent): Promise<ReceiveResult> {
-    const recorded = await this.store.record(event);
+    const recorded = await this.record(event);
     if (this.settings.mode === 'inline') await this.processInline(recorded);
-    else if (recorded.status !== 'processed') this.pool.enqueue(recorded.id);
+    else if (recorded.status !== 'processed') this.queue.publish(recorded.id);
     return { outcome: recorded.outcome, provider: event.provider, eventId: event.eventId };
+  }
+
+  /**
+   * Back-pressure: a database that does not answer within the bound gets a 503 (the provider retries)
+   * rather than a hanging request. An insert that still commits later is found as a duplicate then.
+   */
+  private async record(event: VerifiedEvent): Promise<RecordResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailableError(`database did not answer within ${this.settings.recordTimeoutMs} ms`)), this.settings.recordTimeoutMs);
+    });
+    try {
+      return await Promise.race([this.store.record(event, this.providers.paymentIdOf(event)), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -97,17 +113,20 @@ export class Inbox {
     this.components.push(component);
   }
 
-  /** Starts the background workers (the sweeper also retries failed events in inline mode). */
+  /**
+   * Starts this process's workers: queue consumption, the sweeper (which also retries failed events
+   * in inline mode) and the attached components. A receive-only process does not call it.
+   */
   start(): void {
-    this.sweeper.start(this.settings.sweepIntervalMs);
+    this.workers.start();
     for (const component of this.components) component.start();
+    this.logger.info({ transport: this.queue.transport }, 'workers started');
   }
 
-  /** Stops taking work, lets in-flight events finish (bounded), then closes the store. */
+  /** Stops taking work, finishes or gives back in-flight events (bounded), then closes connections. */
   async stop(timeoutMs: number): Promise<void> {
-    await this.sweeper.stop();
-    const [drained] = await Promise.all([this.pool.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
-    if (!drained) this.logger.warn('shutdown timeout: in-flight events keep their lease and will be taken over');
+    await Promise.all([this.workers.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
+    await this.queue.close();
     await this.store.close();
   }
 }

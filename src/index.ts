@@ -1,5 +1,5 @@
 /** The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`. */
-export { createApp, createInbox, createServer, type InboxOptions } from './app.js';
+export { createApp, createInbox, createServer, startWorkers, type AppOptions, type InboxOptions } from './app.js';
 export { loadConfig, readEnvironment, type Config } from './config.js';
 export { Inbox, type ReceiveResult } from './inbox.js';
 export { webhookRoutes } from './http/webhook-routes.js';

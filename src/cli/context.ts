@@ -36,7 +36,8 @@ export async function withInbox<T>(config: Config, run: (inbox: Inbox) => Promis
     if (config.migrateOnStart) await inbox.store.migrate();
     return await run(inbox);
   } finally {
-    await inbox.store.close();
+    // Not just the store: a Redis connection (REDIS_URL) would keep the command from exiting.
+    await inbox.stop(0);
   }
 }
 

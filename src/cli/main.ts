@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { createApp } from '../app.js';
+import type { Logger } from 'pino';
+import { createApp, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
 import { formatConfig, maskedConfig } from '../config-display.js';
 import { StoreUnavailableError } from '../errors.js';
@@ -24,32 +25,48 @@ const program = new Command()
 
 program
   .command('serve')
-  .description('run the HTTP receiver with background workers')
-  .action(async () => {
+  .description('run the HTTP receiver, with background workers unless --no-workers')
+  .option('--no-workers', 'receive only: separate `webhook-inbox worker` processes do the processing')
+  .action(async (options: { workers: boolean }) => {
     const { config } = configOrExit();
-    const { app, inbox } = await createApp(config);
-    let stopping = false;
-    const shutdown = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      inbox.logger.info({ signal }, 'shutting down: no new deliveries, finishing in-flight work');
-      const forced = setTimeout(() => {
-        inbox.logger.error('shutdown took too long; exiting');
-        process.exit(1);
-      }, config.shutdownTimeoutMs + 5000);
-      forced.unref();
-      app.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          inbox.logger.error({ err: error }, 'error during shutdown');
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGTERM', () => shutdown('SIGTERM'));
-    process.on('SIGINT', () => shutdown('SIGINT'));
+    const { app, inbox } = await createApp(config, { workers: options.workers });
+    // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
+    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
     await app.listen({ host: config.host, port: config.port });
   });
+
+program
+  .command('worker')
+  .description('run background workers only (no HTTP): queue consumer and sweeper, WORKER_CONCURRENCY at a time')
+  .action(async () => {
+    const { config } = configOrExit();
+    const inbox = await startWorkers(config);
+    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => inbox.stop(config.shutdownTimeoutMs));
+  });
+
+/** SIGTERM/SIGINT: stop gracefully, and exit anyway once the shutdown timeout (plus a margin) is over. */
+function stopOnSignal(logger: Logger, timeoutMs: number, stop: () => Promise<unknown>): void {
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new deliveries or claims, finishing in-flight work');
+    const forced = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, timeoutMs + 5000);
+    forced.unref();
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
 
 program
   .command('migrate')

@@ -6,10 +6,14 @@ import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
+/**
+ * `handOff`: an event of the same payment that became due while this one held the payment (its claim
+ * was refused); the caller offers it at once instead of leaving it to the sweeper.
+ */
 export type ProcessResult =
-  | { result: 'processed'; outcome: string }
+  | { result: 'processed'; outcome: string; handOff?: number }
   | { result: 'not_claimed' }
-  | { result: 'failed'; error: string; retryAt: Date | null }
+  | { result: 'failed'; error: string; retryAt: Date | null; handOff?: number }
   | { result: 'lease_lost' };
 
 /** What a claimed attempt can end with. */
@@ -33,6 +37,9 @@ export interface ProcessorOptions {
  * number of workers: only the lease holder does anything.
  */
 export class Processor {
+  /** Leases held right now, with what stops their handlers, so a shutdown can hand them back. */
+  private readonly inFlight = new Map<number, { lease: Lease; interrupt: AbortController }>();
+
   constructor(private readonly options: ProcessorOptions) {}
 
   async process(id: number): Promise<ProcessResult> {
@@ -67,7 +74,32 @@ export class Processor {
           attempt.retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left',
         );
     }
-    return attempt;
+    return attempt.result === 'lease_lost' ? attempt : { ...attempt, ...(await this.handOff(lease)) };
+  }
+
+  /**
+   * Shutdown: gives the leases of the running attempts back, so their events are due again at once
+   * instead of after the lease, and signals their handlers to stop. The fencing token goes with the
+   * lease, so a handler that still finishes cannot commit. Returns how many leases were given back.
+   */
+  async releaseInFlight(): Promise<number> {
+    const running = [...this.inFlight.values()];
+    const released = await Promise.all(
+      // Given back first, then interrupted: the handler's own failure report then finds the lease gone.
+      running.map(({ lease, interrupt }) =>
+        this.options.store
+          .fail(lease, 'interrupted: the worker shut down before finishing', this.options.clock.now())
+          .catch(() => false)
+          .finally(() => interrupt.abort()),
+      ),
+    );
+    return released.filter(Boolean).length;
+  }
+
+  private async handOff(lease: Lease): Promise<{ handOff?: number }> {
+    if (!lease.payment) return {};
+    const next = await this.options.store.nextDueEventOfPayment(lease.payment).catch(() => null);
+    return next === null ? {} : { handOff: next };
   }
 
   private async attempt(lease: Lease, event: InboxEvent, log: Logger): Promise<AttemptOutcome> {
@@ -75,7 +107,10 @@ export class Processor {
       // Earlier attempts ended without a verdict (the worker died holding the lease): stop here.
       return this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log);
     }
-    const signal = AbortSignal.timeout(Math.max(0, lease.expiresAt.getTime() - this.options.clock.now().getTime()));
+    const interrupt = new AbortController();
+    const untilExpiry = AbortSignal.timeout(Math.max(0, lease.expiresAt.getTime() - this.options.clock.now().getTime()));
+    const signal = AbortSignal.any([untilExpiry, interrupt.signal]);
+    this.inFlight.set(lease.id, { lease, interrupt });
     try {
       const outcome = await this.options.store.completeFenced(lease, (tx) => this.options.apply(tx, event, signal));
       return { result: 'processed', outcome };
@@ -83,6 +118,8 @@ export class Processor {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
+    } finally {
+      this.inFlight.delete(lease.id);
     }
   }
 

@@ -3,7 +3,8 @@ import type { InboxStore } from '../store/store.js';
 
 /**
  * Finds every event that is due (new, retry time reached, lease expired) and hands it to the workers.
- * This is what makes the queue optional: whatever the fast path missed, the sweeper picks up.
+ * This is what makes the queue optional: whatever the fast path missed, the sweeper picks up. It runs
+ * in every worker process; claims are atomic, so sweepers racing for one event are harmless.
  */
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
@@ -13,11 +14,13 @@ export class Sweeper {
     private readonly store: InboxStore,
     private readonly enqueue: (id: number) => boolean,
     private readonly logger: Logger,
+    /** Events due for less than this are left to the queue transport, which is about to deliver them. */
+    private readonly overdueMs = 0,
     private readonly batchSize = 500,
   ) {}
 
   async runOnce(): Promise<{ due: number; enqueued: number }> {
-    const due = await this.store.dueEventIds(this.batchSize);
+    const due = await this.store.dueEventIds(this.batchSize, this.overdueMs);
     let enqueued = 0;
     for (const id of due) if (this.enqueue(id)) enqueued++;
     return { due: due.length, enqueued };

@@ -1,17 +1,18 @@
 import type { Logger } from 'pino';
 
 /**
- * The in-process queue transport: event ids handed over right after their commit, processed by a
- * bounded number of concurrent workers. It only speeds things up; the sweeper finds whatever it
- * drops (full queue, crash), because the database is the truth.
+ * The workers of one process: event ids offered by a queue transport or the sweeper, processed by a
+ * bounded number of concurrent workers. Offering an id only speeds things up; the sweeper finds
+ * whatever the pool drops (full queue, crash, shutdown), because the database is the truth.
  */
 export class WorkerPool {
   private readonly waiting: number[] = [];
-  /** Ids waiting or in flight, so the same event is never queued twice. */
-  private readonly known = new Set<number>();
+  /** Ids waiting or in flight (so the same event is never queued twice), with who to tell when done. */
+  private readonly known = new Map<number, Array<() => void>>();
   private active = 0;
   private accepting = true;
   private idle: Array<() => void> = [];
+  private slotWaiters: Array<() => void> = [];
 
   constructor(
     private readonly work: (id: number) => Promise<unknown>,
@@ -20,18 +21,39 @@ export class WorkerPool {
     private readonly maxQueued = 10_000,
   ) {}
 
-  /** Returns false when the id was not taken (already known, queue full, or shutting down). */
-  enqueue(id: number): boolean {
-    if (!this.accepting || this.known.has(id) || this.waiting.length >= this.maxQueued) return false;
-    this.known.add(id);
+  /**
+   * Returns true when the id was queued now. `onSettled` runs once an attempt on the id has finished,
+   * also when the id was already queued; it never runs for an id the pool dropped or refused.
+   */
+  enqueue(id: number, onSettled?: () => void): boolean {
+    if (!this.accepting) return false;
+    const listeners = this.known.get(id);
+    if (listeners) {
+      if (onSettled) listeners.push(onSettled);
+      return false;
+    }
+    if (this.waiting.length >= this.maxQueued) return false;
+    this.known.set(id, onSettled ? [onSettled] : []);
     this.waiting.push(id);
     this.pump();
     return true;
   }
 
+  /** Workers that would start on an id right away (negative when ids are already waiting). */
+  get freeSlots(): number {
+    return this.concurrency - this.active - this.waiting.length;
+  }
+
+  /** Resolves when a worker is free, or when the pool stops accepting work. */
+  async whenFree(): Promise<void> {
+    if (this.freeSlots > 0 || !this.accepting) return;
+    await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+  }
+
   /** Stops taking ids, drops the ones not started, and waits for in-flight work up to `timeoutMs`. */
   async stop(timeoutMs: number): Promise<boolean> {
     this.accepting = false;
+    for (const resolve of this.slotWaiters.splice(0)) resolve();
     for (const id of this.waiting.splice(0)) this.known.delete(id);
     if (this.active === 0) return true;
     let timer: NodeJS.Timeout | undefined;
@@ -50,8 +72,10 @@ export class WorkerPool {
         .catch((error: unknown) => this.logger.error({ err: error, id }, 'worker crashed on event'))
         .finally(() => {
           this.active--;
+          for (const settled of this.known.get(id) ?? []) settled();
           this.known.delete(id);
           if (this.accepting) this.pump();
+          if (this.freeSlots > 0) for (const resolve of this.slotWaiters.splice(0)) resolve();
           if (this.active === 0 && this.waiting.length === 0) for (const resolve of this.idle.splice(0)) resolve();
         });
     }

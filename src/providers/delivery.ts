@@ -72,7 +72,8 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-const MAX_KEY_LENGTH = 255;
+/** Identifiers become VARCHAR(255) keys. */
+export const MAX_KEY_LENGTH = 255;
 
 /**
  * Validates a provider-supplied identifier (event id, event type) before it becomes part of a unique

@@ -9,7 +9,7 @@ import type { InboxDatabase } from './schema.js';
 export interface StoreBackend {
   readonly name: string;
   readonly columnTypes: ColumnTypes;
-  /** Group-commit batches of one kind that may run at the same time (one for a single-writer database). */
+  /** Group-commit batches that may run at the same time (one for a single-writer database). */
   readonly concurrentBatches: number;
   /** What is wrong with a DATABASE_URL of this backend's scheme, or null when it is usable. */
   validateUrl(url: URL): string | null;

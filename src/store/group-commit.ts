@@ -1,18 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import type { ExpressionBuilder, ExpressionOrFactory, Kysely, Selectable, SqlBool } from 'kysely';
-import { LeaseLostError } from '../errors.js';
-import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
-import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, Lease, RecordResult } from './store.js';
+import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { VerifiedEvent } from '../providers/provider.js';
+import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
+import type { RecordResult } from './store.js';
 
-/**
- * The store's writes for many callers at once (see Batcher): one multi-row insert for the events
- * being received, one conditional update for the claims, one transaction for the completions. Each
- * function returns one result per request, in request order.
- */
+/** The store's writes for many callers at once (see Batcher): one result per request, in request order. */
 
 export interface RecordRequest {
   event: VerifiedEvent;
+  /** The payment the event is about (events of one payment are processed one at a time). */
+  paymentId: string | null;
   receivedAt: DbTime;
 }
 
@@ -89,7 +85,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
       .insertInto('webhook_events')
       .orIgnore()
       .values(
-        missing.map(({ event, receivedAt }) => ({
+        missing.map(({ event, paymentId, receivedAt }) => ({
           provider: event.provider,
           event_id: event.eventId,
           event_type: event.eventType,
@@ -99,6 +95,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
           attempts: 0,
           next_attempt_at: receivedAt,
           created_at: receivedAt,
+          payment_id: paymentId,
         })),
       )
       .executeTakeFirst();
@@ -118,123 +115,4 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
 function compare(a: VerifiedEvent, b: VerifiedEvent): number {
   if (a.provider !== b.provider) return a.provider < b.provider ? -1 : 1;
   return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
-}
-
-export interface ClaimRequest {
-  id: number;
-  owner: string;
-  leaseMs: number;
-}
-
-/**
- * Takes the leases of many events with one conditional UPDATE and reads them with one SELECT. Every
- * event claimed by the statement carries its token; the fence checks id and token together, so a
- * shared token still fences each event on its own. When an id is asked for twice, one caller wins.
- * Takeovers (processing under an expired lease) are a second UPDATE with a token of their own, only
- * for the ids the first did not take, so a takeover is known as one (metrics and logs).
- */
-export async function claimBatch(db: Kysely<InboxDatabase>, now: Date, requests: ClaimRequest[]): Promise<Array<ClaimedEvent | null>> {
-  const results: Array<ClaimedEvent | null> = requests.map(() => null);
-  const groups = groupBy([...requests.keys()], (index) => `${requests[index]!.owner}\u0000${requests[index]!.leaseMs}`);
-  const dueAt = toDbTime(now);
-  for (const indexes of groups.values()) {
-    const { owner, leaseMs } = requests[indexes[0]!]!;
-    const ids = [...new Set(indexes.map((i) => requests[i]!.id))];
-    const expiresAt = new Date(now.getTime() + leaseMs);
-    const takeLease = async (token: string, due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
-      const claimed = await db
-        .updateTable('webhook_events')
-        .set((eb) => ({
-          status: 'processing',
-          attempts: eb('attempts', '+', 1),
-          lease_owner: owner,
-          lease_token: token,
-          lease_expires_at: toDbTime(expiresAt),
-          next_attempt_at: toDbTime(expiresAt),
-        }))
-        .where('id', 'in', ids)
-        .where(due)
-        .executeTakeFirst();
-      return Number(claimed.numUpdatedRows);
-    };
-    const token = randomUUID();
-    const takeoverToken = randomUUID();
-    let taken = await takeLease(token, (eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', '<=', dueAt)])]));
-    if (taken < ids.length) taken += await takeLease(takeoverToken, (eb) => eb.and([eb('status', '=', 'processing'), eb('next_attempt_at', '<=', dueAt)]));
-    if (taken === 0) continue;
-    const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).where('lease_token', 'in', [token, takeoverToken]).execute();
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    for (const index of indexes) {
-      const row = byId.get(requests[index]!.id);
-      if (!row) continue;
-      byId.delete(row.id);
-      const lease: Lease = { id: row.id, owner, token: row.lease_token!, expiresAt, attempts: row.attempts };
-      results[index] = claimedEvent(row, lease, row.lease_token === takeoverToken);
-    }
-  }
-  return results;
-}
-
-function claimedEvent(row: Selectable<WebhookEventsTable>, lease: Lease, takeover: boolean): ClaimedEvent {
-  return {
-    lease,
-    takeover,
-    event: {
-      id: row.id,
-      provider: row.provider as ProviderName,
-      eventId: row.event_id,
-      eventType: row.event_type,
-      payload: JSON.parse(row.payload) as unknown,
-      headers: JSON.parse(row.headers) as Record<string, string>,
-      attempts: row.attempts,
-      createdAt: fromDbTime(row.created_at),
-    },
-  };
-}
-
-export interface CompletionRequest {
-  lease: Lease;
-  work: (tx: BusinessTransaction) => Promise<string>;
-}
-
-/** Marks the event processed if the lease still holds, as the last statement of its work. */
-async function fence(tx: BusinessTransaction, lease: Lease, now: DbTime, outcome: string): Promise<void> {
-  const fenced = await tx
-    .updateTable('webhook_events')
-    .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
-    .where('id', '=', lease.id)
-    .where('lease_token', '=', lease.token)
-    .where('status', '=', 'processing')
-    .where('lease_expires_at', '>', now)
-    .executeTakeFirst();
-  if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
-}
-
-/** A unit of a completion batch failed: the batch rolled back, and its events complete one by one. */
-export class BatchUnitFailedError extends Error {}
-
-/**
- * Runs the work of many events in ONE transaction and commits them together. Optimistic: no
- * savepoint per event (two round trips each); if one event's work fails or its lease is lost, the
- * whole batch rolls back with BatchUnitFailedError, and the caller runs each event in a transaction
- * of its own, so the failure stays with its event. A batch of one throws the event's own error.
- */
-export async function completeBatch(db: Kysely<InboxDatabase>, clock: () => Date, requests: CompletionRequest[]): Promise<string[]> {
-  // READ COMMITTED (MySQL; SQLite has one writer and ignores it): every statement of a later event
-  // sees rows committed meanwhile by other batches, not a snapshot taken at the batch's first read,
-  // and InnoDB takes no gap locks, so parallel batches do not deadlock on neighbouring keys.
-  return db.transaction().setIsolationLevel('read committed').execute(async (tx) => {
-    const outcomes: string[] = [];
-    for (const { lease, work } of requests) {
-      try {
-        const outcome = await work(tx);
-        await fence(tx, lease, toDbTime(clock()), outcome);
-        outcomes.push(outcome);
-      } catch (error) {
-        if (requests.length === 1) throw error;
-        throw new BatchUnitFailedError(`event ${lease.id} of a batch of ${requests.length} failed`, { cause: error });
-      }
-    }
-    return outcomes;
-  });
 }

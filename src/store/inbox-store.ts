@@ -1,45 +1,29 @@
-import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type ExpressionOrFactory, type Kysely, type Selectable, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.js';
-import { StoreUnavailableError } from '../errors.js';
-import type { VerifiedEvent } from '../providers/provider.js';
+import { LeaseLostError, StoreUnavailableError } from '../errors.js';
+import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
-import {
-  BatchUnitFailedError,
-  claimBatch,
-  completeBatch,
-  recordBatch,
-  type ClaimRequest,
-  type CompletionRequest,
-  type RecordRequest,
-} from './group-commit.js';
+import { recordBatch, type RecordRequest } from './group-commit.js';
+import { newLease } from './lease.js';
 import { inboxMigrations } from './migrations.js';
-import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import { ensurePaymentLeaseRow, releasePaymentLease, takePaymentLease, type PaymentRef } from './payment-leases.js';
+import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
-const MAX_CLAIM_BATCH = 200;
-/**
- * Business transactions per commit, shared out over the batches that may run at once (32 events on
- * SQLite's single writer, 8 per batch where four run side by side): larger batches hold their row
- * locks longer and run their events one after the other.
- */
-const COMPLETIONS_IN_FLIGHT = 32;
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
   /**
    * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert in one
-   * transaction, concurrent claims by one update, concurrent completions in one transaction, so a
-   * commit (and its fsync) is shared by every event of the batch.
+   * transaction, so a commit (and its log flush) is shared by every event of the batch.
    */
   private readonly records: Batcher<RecordRequest, RecordResult>;
-  private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
-  private readonly completions: Batcher<CompletionRequest, string>;
 
   /**
    * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
@@ -53,15 +37,12 @@ export class KyselyInboxStore implements InboxStore {
     private readonly url: string,
   ) {
     this.backend = dialect.name;
-    const maxInFlight = dialect.concurrentBatches;
     this.records = new Batcher((requests) => this.recordMany(requests), {
       maxBatch: MAX_RECORD_BATCH,
-      maxInFlight,
+      maxInFlight: dialect.concurrentBatches,
       weight: (request) => request.event.payload.length,
       maxWeight: MAX_RECORD_BATCH_BYTES,
     });
-    this.claims = new Batcher((requests) => this.claimMany(requests), { maxBatch: MAX_CLAIM_BATCH, maxInFlight });
-    this.completions = new Batcher((requests) => this.completeMany(requests), { maxBatch: Math.ceil(COMPLETIONS_IN_FLIGHT / maxInFlight), maxInFlight });
   }
 
   async migrate(): Promise<string[]> {
@@ -85,6 +66,9 @@ export class KyselyInboxStore implements InboxStore {
       provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
       migrationTableName: 'schema_migrations',
       migrationLockTableName: 'schema_migrations_lock',
+      // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
+      // that already ran a later one must still take an earlier one that arrives afterwards.
+      allowUnorderedMigrations: true,
     });
   }
 
@@ -93,15 +77,15 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   /** Resolves once the batch that carries the event has committed. */
-  record(event: VerifiedEvent): Promise<RecordResult> {
-    return this.records.submit({ event, receivedAt: toDbTime(this.clock.now()) });
+  record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
+    return this.records.submit({ event, paymentId, receivedAt: toDbTime(this.clock.now()) });
   }
 
   private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
     // Alone (light load): one autocommit statement is one round trip, a batch transaction five.
     if (requests.length === 1) return [{ status: 'fulfilled', value: await this.recordOne(requests[0]!) }];
     try {
-      const results = await this.retryingConflicts(() => recordBatch(this.ackDb, requests));
+      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests));
       return results.map((value) => ({ status: 'fulfilled', value }));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
@@ -113,8 +97,9 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
-  private async recordOne({ event, receivedAt }: RecordRequest): Promise<RecordResult> {
+  private async recordOne({ event, paymentId, receivedAt }: RecordRequest): Promise<RecordResult> {
     return this.guard(async () => {
+      const now = receivedAt;
       const row = {
         provider: event.provider,
         event_id: event.eventId,
@@ -123,8 +108,9 @@ export class KyselyInboxStore implements InboxStore {
         headers: JSON.stringify(event.headers),
         status: 'received',
         attempts: 0,
-        next_attempt_at: receivedAt,
-        created_at: receivedAt,
+        next_attempt_at: now,
+        created_at: now,
+        payment_id: paymentId,
       } as const;
       // One statement: inserted only when neither the event nor its archived key exists. The archive
       // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
@@ -160,72 +146,135 @@ export class KyselyInboxStore implements InboxStore {
     });
   }
 
-  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
-    return this.claims.submit({ id, owner, leaseMs });
-  }
-
-  private async claimMany(requests: ClaimRequest[]): Promise<Array<PromiseSettledResult<ClaimedEvent | null>>> {
-    const claimed = await this.guard(() => claimBatch(this.db, this.clock.now(), requests));
-    return claimed.map((value) => ({ status: 'fulfilled', value }));
-  }
-
-  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
-    return this.completions.submit({ lease, work });
-  }
-
-  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
-    try {
-      const outcomes = await this.completeTogether(requests);
-      return outcomes.map((value) => ({ status: 'fulfilled', value }));
-    } catch (error) {
-      if (!(error instanceof BatchUnitFailedError)) throw error;
-      return Promise.allSettled(requests.map(async (request) => (await this.completeTogether([request]))[0]!));
-    }
-  }
-
-  private async completeTogether(requests: CompletionRequest[]): Promise<string[]> {
-    try {
-      return await this.retryingConflicts(() => completeBatch(this.db, () => this.clock.now(), requests));
-    } catch (error) {
-      throw this.translate(error);
-    }
-  }
-
-  /** Deadlocks and lock timeouts roll the transaction back; it simply runs again. */
-  private async retryingConflicts<T>(operation: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await operation();
-      } catch (error) {
-        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
-        throw error;
-      }
-    }
-  }
-
-  async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+  async claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
     return this.guard(async () => {
-      const result = await this.db
-        .updateTable('webhook_events')
-        .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
-        .where('id', '=', lease.id)
-        .where('lease_token', '=', lease.token)
-        .where('status', '=', 'processing')
-        .executeTakeFirst();
-      return result.numUpdatedRows === 1n;
+      const target = await this.db.selectFrom('webhook_events').select(['provider', 'payment_id', 'status', 'next_attempt_at']).where('id', '=', id).executeTakeFirst();
+      const now = this.clock.now();
+      // Most offers of an event that is not due (processed, or held by a live lease) stop at this read.
+      if (!target || !isDue(target, toDbTime(now))) return null;
+      const payment = target.payment_id === null ? null : { provider: target.provider, paymentId: target.payment_id };
+      if (payment) await ensurePaymentLeaseRow(this.db, payment);
+
+      const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
+      const dueAt = toDbTime(now);
+      // One transaction, payment lease first (the lock order every writer keeps): both leases or neither.
+      const claimed = await this.withConflictRetries(() =>
+        commitUnlessNull(this.db, async (tx) => {
+          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: columns.lease_expires_at }, dueAt))) return null;
+          const takeLease = async (due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
+            const updated = await tx
+              .updateTable('webhook_events')
+              .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), ...columns }))
+              .where('id', '=', id)
+              .where(due)
+              .executeTakeFirst();
+            return updated.numUpdatedRows === 1n;
+          };
+          // Two conditional statements rather than one, so a takeover is known as one (for metrics and
+          // logs); the common case, a new or retried event, still takes a single statement.
+          let takeover = false;
+          if (!(await takeLease((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', '<=', dueAt)])])))) {
+            takeover = await takeLease((eb) => eb.and([eb('status', '=', 'processing'), eb('next_attempt_at', '<=', dueAt)]));
+            if (!takeover) return null;
+          }
+          return { takeover, row: await tx.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow() };
+        }),
+      );
+      if (!claimed) return null;
+      const { row, takeover } = claimed;
+      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts, payment };
+      return {
+        lease,
+        takeover,
+        event: {
+          id: row.id,
+          provider: row.provider as ProviderName,
+          eventId: row.event_id,
+          eventType: row.event_type,
+          payload: JSON.parse(row.payload) as unknown,
+          headers: JSON.parse(row.headers) as Record<string, string>,
+          attempts: row.attempts,
+          createdAt: fromDbTime(row.created_at),
+        },
+      };
     });
   }
 
-  async dueEventIds(limit: number): Promise<number[]> {
+  async completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+    return this.withConflictRetries(() =>
+      this.db.transaction().execute(async (tx) => {
+        const outcome = await work(tx);
+        const now = toDbTime(this.clock.now());
+        if (lease.payment && !(await releasePaymentLease(tx, lease.payment, lease.token))) throw new LeaseLostError(lease.id);
+        const fenced = await tx
+          .updateTable('webhook_events')
+          .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
+          .where('id', '=', lease.id)
+          .where('lease_token', '=', lease.token)
+          .where('status', '=', 'processing')
+          .where('lease_expires_at', '>', now)
+          .executeTakeFirst();
+        if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
+        return outcome;
+      }),
+    );
+  }
+
+  async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+    return this.withConflictRetries(() =>
+      this.db.transaction().execute(async (tx) => {
+        if (lease.payment) await releasePaymentLease(tx, lease.payment, lease.token);
+        const result = await tx
+          .updateTable('webhook_events')
+          .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
+          .where('id', '=', lease.id)
+          .where('lease_token', '=', lease.token)
+          .where('status', '=', 'processing')
+          .executeTakeFirst();
+        return result.numUpdatedRows === 1n;
+      }),
+    );
+  }
+
+  async dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
     return this.guard(async () => {
       const rows = await this.db
         .selectFrom('webhook_events')
         .select('id')
-        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
+        .where('next_attempt_at', '<=', toDbTime(new Date(this.clock.now().getTime() - overdueMs)))
         .orderBy('next_attempt_at')
         .limit(limit)
         .execute();
       return rows.map((r) => r.id);
+    });
+  }
+
+  async nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
+    return this.guard(async () => {
+      const row = await this.db
+        .selectFrom('webhook_events')
+        .select('id')
+        .where('provider', '=', payment.provider)
+        .where('payment_id', '=', payment.paymentId)
+        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
+        .orderBy('next_attempt_at')
+        .limit(1)
+        .executeTakeFirst();
+      return row?.id ?? null;
+    });
+  }
+
+  async eventState(id: number): Promise<EventState | null> {
+    return this.guard(async () => {
+      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
+      return row ? toEventState(row) : null;
+    });
+  }
+
+  async findEvent(provider: string, eventId: string): Promise<EventState | null> {
+    return this.guard(async () => {
+      const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
+      return row ? toEventState(row) : null;
     });
   }
 
@@ -257,22 +306,21 @@ export class KyselyInboxStore implements InboxStore {
       };
     });
   }
-  async eventState(id: number): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
-  }
-
-  async findEvent(provider: string, eventId: string): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
-  }
 
   async close(): Promise<void> {
     await Promise.all([this.ackDb.destroy(), this.db.destroy()]);
+  }
+
+  /** Deadlocks and lock timeouts roll the whole transaction back; running it again is safe. */
+  private async withConflictRetries<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
+        throw this.translate(error);
+      }
+    }
   }
 
   private async guard<T>(operation: () => Promise<T>): Promise<T> {
@@ -288,6 +336,28 @@ export class KyselyInboxStore implements InboxStore {
       return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
     }
     return error;
+  }
+}
+
+/** The claim's own condition, read first so that offers of an event that is not due cost one SELECT. */
+function isDue(event: { status: EventStatus; next_attempt_at: DbTime | null }, now: DbTime): boolean {
+  if (event.status === 'received') return true;
+  return event.status !== 'processed' && event.next_attempt_at !== null && event.next_attempt_at <= now;
+}
+
+const ROLLBACK = Symbol('rollback');
+
+/** Runs `work` in a transaction that commits unless `work` returns null. */
+async function commitUnlessNull<T>(db: Kysely<InboxDatabase>, work: (tx: BusinessTransaction) => Promise<T | null>): Promise<T | null> {
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const result = await work(tx);
+      if (result === null) throw ROLLBACK;
+      return result;
+    });
+  } catch (error) {
+    if (error === ROLLBACK) return null;
+    throw error;
   }
 }
 

@@ -104,6 +104,21 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
         await db.schema.createIndex('ix_outbox_due').on('outbox').columns(['status', 'next_attempt_at']).execute();
       },
     },
+    '0003_payment_leases': {
+      async up(db) {
+        // Nullable and appended: instant on InnoDB, plain ADD COLUMN on SQLite. Older events stay NULL.
+        await db.schema.alterTable('webhook_events').addColumn('payment_id', types.key).execute();
+        await db.schema.createIndex('ix_webhook_events_payment').on('webhook_events').columns(['provider', 'payment_id']).execute();
+        await table(db.schema, 'payment_leases')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('payment_id', types.key, (c) => c.notNull())
+          .addColumn('event_row_id', types.bigint)
+          .addColumn('lease_token', types.shortText)
+          .addColumn('lease_expires_at', types.timestamp)
+          .addUniqueConstraint('uq_payment_leases_payment', ['provider', 'payment_id'])
+          .execute();
+      },
+    },
     '0004_operations': {
       async up(db) {
         await table(db.schema, 'event_replays')

@@ -33,6 +33,23 @@ export interface WebhookEventsTable {
   outcome: string | null;
   created_at: DbTime;
   processed_at: DbTime | null;
+  /** The payment the event is about (from the provider's normaliser at receipt), or NULL. */
+  payment_id: string | null;
+}
+
+/**
+ * One row per payment that had an event claimed: the lease of the event being processed for it, so two
+ * events of one payment are never processed at the same time. Same token and expiry as that event's
+ * lease; free when the token is NULL or the expiry has passed.
+ */
+export interface PaymentLeasesTable {
+  id: Generated<number>;
+  provider: string;
+  payment_id: string;
+  /** webhook_events.id of the holder. */
+  event_row_id: number | null;
+  lease_token: string | null;
+  lease_expires_at: DbTime | null;
 }
 
 export interface PaymentsTable {
@@ -140,6 +157,7 @@ export interface InboxDatabase {
   orders: OrdersTable;
   enrollments: EnrollmentsTable;
   outbox: OutboxTable;
+  payment_leases: PaymentLeasesTable;
   event_replays: EventReplaysTable;
   archived_event_keys: ArchivedEventKeysTable;
 }

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import type { PaymentRef } from './payment-leases.js';
 import type { EventStatus, InboxDatabase } from './schema.js';
 
 /** A stored event as workers and handlers see it. */
@@ -28,6 +29,8 @@ export interface Lease {
   expiresAt: Date;
   /** Attempts including this one. */
   attempts: number;
+  /** The payment whose lease is held too (events of one payment never run at the same time). */
+  payment: PaymentRef | null;
 }
 
 export interface ClaimedEvent {
@@ -78,12 +81,16 @@ export interface InboxStore {
   /** Applies pending migrations; returns the names applied now. */
   migrate(): Promise<string[]>;
 
-  /** Inserts the event unless (provider, event_id) exists; returns once the insert is committed. */
-  record(event: VerifiedEvent): Promise<RecordResult>;
+  /**
+   * Inserts the event unless (provider, event_id) exists; returns once the insert is committed.
+   * `paymentId` is the payment it is about: events of one payment are never processed at the same time.
+   */
+  record(event: VerifiedEvent, paymentId?: string | null): Promise<RecordResult>;
 
   /**
    * Takes the lease if the event is due: new, failed with its retry time reached, or processing with
-   * an expired lease (takeover). Returns null when someone else holds it or nothing is due.
+   * an expired lease (takeover). Returns null when someone else holds it, nothing is due, or another
+   * event of the same payment holds the payment's lease (it is offered again later).
    */
   claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null>;
 
@@ -96,8 +103,11 @@ export interface InboxStore {
   /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;
 
-  /** Ids of events a worker should look at now, oldest due first. */
-  dueEventIds(limit: number): Promise<number[]>;
+  /** Ids of events due for at least `overdueMs` (default 0), oldest due first. */
+  dueEventIds(limit: number, overdueMs?: number): Promise<number[]>;
+
+  /** The payment's event due the longest (one that waited while another held the payment), if any. */
+  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null>;
 
   eventState(id: number): Promise<EventState | null>;
   findEvent(provider: string, eventId: string): Promise<EventState | null>;

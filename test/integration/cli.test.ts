@@ -8,19 +8,10 @@ import { systemClock } from '../../src/clock.js';
 import { exitOf, runCli as run } from '../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
+import { serve, worker } from '../support/processes.js';
+import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const databases = await createTestDatabases();
-/** Starts `webhook-inbox serve` on a free port and resolves with its base URL once it listens. */
-async function serve(env: Record<string, string>, cwd?: string) {
-  const child = run(['serve'], { HOST: '127.0.0.1', PORT: '0', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env }, cwd);
-  const listening = () => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(child.output());
-  await waitFor('serve to listen', () => {
-    if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
-    return listening() !== null;
-  }, 20_000);
-  return { child, url: listening()![1]! };
-}
 
 for (const backend of STORE_BACKENDS) {
   const database = databases[backend];
@@ -33,7 +24,7 @@ for (const backend of STORE_BACKENDS) {
     test('migrate applies the versioned migrations once', async () => {
       const first = run(['migrate'], { DATABASE_URL: db.url });
       assert.equal(await exitOf(first), 0, first.output());
-      assert.match(first.output(), /applied: 0001_webhook_events, 0002_course_platform/);
+      assert.match(first.output(), /applied: 0001_webhook_events, 0002_course_platform, 0003_payment_leases/);
       const second = run(['migrate'], { DATABASE_URL: db.url });
       assert.equal(await exitOf(second), 0);
       assert.match(second.output(), /database is up to date/);
@@ -55,7 +46,7 @@ for (const backend of STORE_BACKENDS) {
       const delivery = stripeDelivery(stripePaymentEvent(`evt_cli_${backend}`, 'payment_intent.succeeded', paymentId, { userId: 'u_cli', courseId: 'c_cli' }));
       const post = (url: string) => fetch(`${url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
 
-      const first = await serve(env, cwd);
+      const first = await serve(env, [], cwd);
       assert.equal((await post(first.url)).status, 200);
       const store = openStore(storeUrl, { poolSize: 1, clock: systemClock });
       try {
@@ -63,7 +54,7 @@ for (const backend of STORE_BACKENDS) {
         first.child.kill('SIGTERM');
         assert.equal(await exitOf(first.child), 0, first.child.output());
 
-        const second = await serve(env, cwd);
+        const second = await serve(env, [], cwd);
         const again = await post(second.url);
         assert.equal(again.status, 200);
         assert.equal(((await again.json()) as { outcome: string }).outcome, 'duplicate');
@@ -77,6 +68,31 @@ for (const backend of STORE_BACKENDS) {
       } finally {
         await store.close();
         await rm(cwd, { recursive: true, force: true });
+      }
+    });
+
+    // Separate processes on one store is the MySQL shape (README: Deployment shapes).
+    test('serve --no-workers only receives; worker processes (no HTTP); both exit 0 on SIGTERM', { skip: backend === 'sqlite' && 'one process per SQLite file' }, async () => {
+      const eventId = `evt_cli_split_${backend}`;
+      const delivery = stripeDelivery(stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_cli_split_${backend}`, { userId: 'u_cli', courseId: 'c_cli_split' }));
+      const receiver = await serve({ DATABASE_URL: db.url }, ['--no-workers']);
+      const store = openStore(db.url, { poolSize: 1, clock: systemClock });
+      try {
+        const response = await fetch(`${receiver.url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+        assert.equal(response.status, 200);
+        await new Promise((r) => setTimeout(r, 2500));
+        assert.equal((await store.findEvent('stripe', eventId))?.status, 'received', 'a receive-only process does not process');
+
+        const workers = await worker({ DATABASE_URL: db.url });
+        await waitFor('the event processed by the worker', async () => (await store.findEvent('stripe', eventId))?.status === 'processed');
+        assert.match(workers.output(), /"transport":"in-process"/);
+
+        workers.kill('SIGTERM');
+        receiver.child.kill('SIGTERM');
+        assert.equal(await exitOf(workers), 0, workers.output());
+        assert.equal(await exitOf(receiver.child), 0, receiver.child.output());
+      } finally {
+        await store.close();
       }
     });
   });

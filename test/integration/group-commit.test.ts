@@ -86,7 +86,7 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(won.map((c) => c.event.id).sort(), [...ids].sort());
     });
 
-    test('completions committed together: a failing event and a lost lease roll back alone', async () => {
+    test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
       const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
       const leases = [];
       for (const name of names) leases.push((await store.claim((await store.record(verified(name))).id, 'worker', LEASE_MS))!.lease);

@@ -88,7 +88,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(unmigrated.status, 503);
       assert.equal(unmigrated.body.checks.store?.ok, true);
       assert.equal(unmigrated.body.checks.migrations?.ok, false);
-      assert.match(unmigrated.body.checks.migrations?.error ?? '', /not applied: 0001_webhook_events, 0002_course_platform/);
+      assert.match(unmigrated.body.checks.migrations?.error ?? '', /not applied: 0001_webhook_events, 0002_course_platform, 0003_payment_leases/);
       assert.equal(unmigrated.body.checks.queue?.ok, true);
 
       await harness.inbox.store.migrate();

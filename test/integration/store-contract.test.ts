@@ -43,7 +43,7 @@ for (const backend of STORE_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       store = openStore(db.url, { poolSize: 4, clock });
-      assert.deepEqual(await store.migrate(), ['0001_webhook_events', '0002_course_platform', '0004_operations', '0005_outbox_dispatch']);
+      assert.deepEqual(await store.migrate(), ['0001_webhook_events', '0002_course_platform', '0003_payment_leases', '0004_operations', '0005_outbox_dispatch']);
     });
     after(async () => {
       await store?.close();

@@ -27,7 +27,14 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.logLevel, 'info');
     assert.equal(config.processing.mode, 'background');
     assert.equal(config.processing.leaseMs, 30_000);
+    assert.equal(config.processing.recordTimeoutMs, 2000);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
+    assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
+  });
+
+  test('REDIS_URL selects Redis Streams, on the default stream unless REDIS_STREAM names one', () => {
+    assert.deepEqual(loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/2' }).redis, { url: 'redis://:pw@cache:6379/2', stream: 'webhook-inbox:events' });
+    assert.deepEqual(loadConfig({ REDIS_URL: 'rediss://cache', REDIS_STREAM: 'shop:webhooks' }).redis, { url: 'rediss://cache', stream: 'shop:webhooks' });
   });
 
   test('DATABASE_URL accepts SQLite files (relative or absolute) and MySQL URLs', () => {
@@ -82,6 +89,11 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { PAYU_MERCHANT_KEY: 'TstK3y' }, variable: 'PAYU_MERCHANT_SALT' },
     { env: { PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' }, variable: 'PAYU_MERCHANT_KEY' },
     { env: { RETRY_BASE_SECONDS: '60', RETRY_MAX_SECONDS: '30' }, variable: 'RETRY_MAX_SECONDS' },
+    { env: { REDIS_URL: 'localhost:6379' }, variable: 'REDIS_URL' },
+    { env: { REDIS_URL: 'http://cache:6379' }, variable: 'REDIS_URL' },
+    { env: { REDIS_URL: 'redis://' }, variable: 'REDIS_URL' },
+    { env: { RECORD_TIMEOUT_MS: '0' }, variable: 'RECORD_TIMEOUT_MS' },
+    { env: { REDIS_STREAM: 'webhook inbox' }, variable: 'REDIS_STREAM' },
     // The bounds are compared only once both were read: no second, misleading problem.
     { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
     { env: { RETRY_MAX_SECONDS: '1e9' }, variable: 'RETRY_MAX_SECONDS' },
@@ -144,6 +156,8 @@ describe('loadConfig: secret values never reach an error message', () => {
     { PAYU_MERCHANT_KEY: 'TstK3y', PAYU_MERCHANT_SALT: `salt ${CANARY}` },
     { DATABASE_URL: `mysql://app:${CANARY}@db:3306` },
     { DATABASE_URL: `postgres://app:${CANARY}@db/inbox` },
+    { REDIS_URL: `http://:${CANARY}@cache:6379` },
+    { REDIS_URL: `redis//:${CANARY}@cache` },
     { SMTP_URL: `http://mailer:${CANARY}@mail.example`, MAIL_FROM: 'receipts@shop.example' },
     { SMTP_URL: `smtp://mailer:${CANARY}@`, MAIL_FROM: 'receipts@shop.example' },
     { SMTP_URL: `smtp://mailer:${CANARY}@mail.example` },

@@ -1,0 +1,89 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { systemClock, type Clock } from '../../src/clock.js';
+import { coursePlatform } from '../../src/domain/course-platform.js';
+import { paymentApplier, type EventApplier } from '../../src/domain/handlers.js';
+import { ProviderRegistry } from '../../src/providers/registry.js';
+import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { Harness, paymentEffects, testConfig } from '../support/harness.js';
+import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
+
+const database = await createTestDatabase();
+
+const PAYMENTS = 8;
+const LIFECYCLE = ['payment_intent.created', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded', 'charge.succeeded'];
+
+/**
+ * The standard applier, slowed down, recording how many events of each payment run at the same
+ * moment. It observes before the business writes: once those start, the payments row lock would
+ * serialise them anyway; the payment lease keeps the whole processing apart.
+ */
+function observingApplier(clock: Clock) {
+  const running = new Map<string, number>();
+  const seen = { perPayment: 0, overall: 0, active: 0 };
+  const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
+  const apply = paymentApplier({ providers, handlers: coursePlatform, clock });
+  const observed: EventApplier = async (tx, event, signal) => {
+    const payment = event.eventId.split('_')[2]!;
+    const now = (running.get(payment) ?? 0) + 1;
+    running.set(payment, now);
+    seen.active++;
+    seen.perPayment = Math.max(seen.perPayment, now);
+    seen.overall = Math.max(seen.overall, seen.active);
+    try {
+      await sleep(25);
+      return await apply(tx, event, signal);
+    } finally {
+      running.set(payment, running.get(payment)! - 1);
+      seen.active--;
+    }
+  };
+  return { seen, apply: observed };
+}
+
+describe('events of one payment never run at the same time; different payments do', { skip: 'skip' in database && database.skip }, () => {
+  let db: TestDatabase;
+  let servers: Harness[];
+  const { seen, apply } = observingApplier(systemClock);
+
+  before(async () => {
+    db = database as TestDatabase;
+    // Two inboxes, each with its own pool and sweeper: only the database keeps them apart.
+    const env = { WORKER_CONCURRENCY: '8' };
+    servers = [await Harness.start(db.url, env, { apply }), await Harness.start(db.url, env, { apply })];
+  });
+  after(async () => {
+    for (const server of servers ?? []) await server.close();
+    await db?.drop();
+  });
+
+  test(`${PAYMENTS} payments x ${LIFECYCLE.length} events, all delivered at once to two inboxes`, async () => {
+    const deliveries = Array.from({ length: PAYMENTS }, (_, n) =>
+      LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_serial_${n}_${type}`, type, `pi_serial_${n}`, { userId: `u_serial_${n}`, courseId: 'c_serial' }))),
+    ).flat();
+    const responses = await Promise.all(deliveries.map((d, i) => servers[i % 2]!.post(d)));
+    assert.ok(responses.every((r) => r.status === 200));
+    await servers[0]!.waitUntilProcessed(deliveries.length, 30_000);
+
+    assert.equal(seen.perPayment, 1, 'never two events of one payment at the same moment');
+    assert.ok(seen.overall > 1, `different payments ran in parallel (at most ${seen.overall} at once)`);
+    for (let n = 0; n < PAYMENTS; n++) {
+      const payment = await servers[0]!.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_serial_${n}`).executeTakeFirstOrThrow();
+      assert.equal(payment.status, 'captured');
+      assert.deepEqual(await paymentEffects(servers[0]!.db, `pi_serial_${n}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+    }
+    const leases = await servers[0]!.db.selectFrom('payment_leases').select(['payment_id', 'lease_token']).execute();
+    assert.equal(leases.length, PAYMENTS, 'one lease row per payment');
+    assert.ok(leases.every((lease) => lease.lease_token === null), 'every payment lease released');
+    assert.equal(await servers[0]!.countRows('webhook_events', 'failed'), 0);
+  });
+
+  test('an event about no payment needs no payment lease', async () => {
+    const dispute = stripeDelivery({ id: 'evt_serial_dispute', object: 'event', type: 'charge.dispute.created', data: { object: { id: 'dp_1', object: 'dispute' } } });
+    assert.equal((await servers[0]!.post(dispute)).status, 200);
+    await servers[0]!.waitFor('dispute processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', 'evt_serial_dispute'))?.status === 'processed');
+    const row = await servers[0]!.db.selectFrom('webhook_events').select('payment_id').where('event_id', '=', 'evt_serial_dispute').executeTakeFirstOrThrow();
+    assert.equal(row.payment_id, null);
+  });
+});
