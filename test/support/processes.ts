@@ -45,9 +45,9 @@ export function inboxEnv(env: Record<string, string>): Record<string, string> {
   return { HOST: '127.0.0.1', LOG_LEVEL: 'warn', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env };
 }
 
-/** Starts `webhook-inbox serve [flags]` on a free port; resolves with its base URL once it answers HTTP. */
+/** Starts `webhook-inbox serve [flags]` on `env.PORT` or a free port; resolves with its base URL once it answers HTTP. */
 export async function serve(env: Record<string, string>, flags: string[] = []): Promise<{ child: CliProcess; url: string }> {
-  const port = await freePort();
+  const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }));
   const url = `http://127.0.0.1:${port}`;
   await waitFor(

@@ -1,0 +1,34 @@
+import type { ChaosOptions } from './run.js';
+
+const CLUSTER = { receivers: 3, workers: 3, leaseSeconds: 2 };
+const SIMULATOR = {
+  concurrency: 16,
+  timeoutMs: 5000,
+  retryBaseMs: 100,
+  retryMaxMs: 2000,
+  redeliveryShare: 0.15,
+  burstShare: 0.03,
+  burstSize: 6,
+};
+
+/** Inside `npm test`: every fault kind once or twice, ~700 events, about a minute. */
+export const SHORT_RUN: ChaosOptions = {
+  seed: 8,
+  payments: 280,
+  cluster: { ...CLUSTER, receivers: 2, workers: 2 },
+  simulator: { ...SIMULATOR, eventsPerSecond: 15 },
+  faults: { gapMs: [200, 600], maxWaitMs: 3000, downMs: [100, 300], killShare: 0.7 },
+  outageGraceMs: 3000,
+  drainTimeoutMs: 60_000,
+};
+
+/** `npm run chaos`: >= 20,000 events, >= 20 kills, several database and Redis faults. */
+export const LONG_RUN: ChaosOptions = {
+  ...SHORT_RUN,
+  seed: 2026,
+  payments: 8000,
+  cluster: CLUSTER,
+  simulator: { ...SIMULATOR, eventsPerSecond: 45 },
+  faults: { gapMs: [500, 2000], maxWaitMs: 10_000, downMs: [200, 2000], killShare: 0.75 },
+  drainTimeoutMs: 180_000,
+};
