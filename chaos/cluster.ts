@@ -26,6 +26,8 @@ export class ChaosCluster {
   private readonly started: CliProcess[] = [];
   /** Commits refused by fencing, over all worker processes (dead ones included). */
   leaseLost = 0;
+  /** Starts that failed (did not answer within 30 s, or exited), with the process's output. */
+  readonly startFailures: string[] = [];
   /** The checker's own connections: invariants, drain watchers, the stall fault's row lock. */
   readonly sql: Pool;
 
@@ -81,7 +83,7 @@ export class ChaosCluster {
   }
 
   async restartReceiver(i: number): Promise<void> {
-    const { child } = await serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']);
+    const { child } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']));
     this.receivers[i] = child;
     this.started.push(child);
   }
@@ -91,10 +93,22 @@ export class ChaosCluster {
   }
 
   async restartWorker(i: number): Promise<void> {
-    const child = await worker(this.env);
+    const child = await this.startingAgain(`worker ${i}`, () => worker(this.env));
     this.countLeaseLost(child);
     this.workers[i] = child;
     this.started.push(child);
+  }
+
+  /** A process that did not come up is a finding: recorded with its output, then started again. */
+  private async startingAgain<T>(what: string, start: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await start();
+      } catch (error) {
+        this.startFailures.push(`${what}: ${(error as Error).message}`);
+        if (attempt === 3) throw error;
+      }
+    }
   }
 
   /** The worker process whose pid appears in a lease owner (host:pid:uuid), or -1. */

@@ -20,6 +20,7 @@ export function toMarkdown(report: ChaosReport): string {
     ...report.invariants.map((i) => `| ${i.name}: ${i.description} | ${i.checked} | ${i.violations} |`),
     ...report.invariants.flatMap((i) => i.examples.map((example) => `- ${i.name}: ${example}`)),
     ...(report.unexpectedExits.length > 0 ? ['', `Processes that exited on their own: ${report.unexpectedExits.length}`] : []),
+    ...(report.startFailures.length > 0 ? ['', 'Restarts that failed (then tried again):', '', ...report.startFailures.map((f) => `    ${f.split('\n').slice(0, 12).join('\n    ')}`)] : []),
     '',
     '## Deliveries',
     '',

@@ -52,6 +52,7 @@ export interface ChaosReport {
   processingLagMs: { median: number; p99: number; max: number };
   invariants: InvariantResult[];
   unexpectedExits: string[];
+  startFailures: string[];
   passed: boolean;
 }
 
@@ -121,7 +122,8 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       processingLagMs: { median: lag.median, p99: lag.p99, max: lag.max },
       invariants,
       unexpectedExits,
-      passed: invariants.every((i) => i.violations === 0) && unexpectedExits.length === 0,
+      startFailures: cluster.startFailures,
+      passed: invariants.every((i) => i.violations === 0) && unexpectedExits.length === 0 && cluster.startFailures.length === 0,
     };
   } finally {
     await cluster.stop();

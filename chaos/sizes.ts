@@ -28,7 +28,7 @@ export const LONG_RUN: ChaosOptions = {
   seed: 2026,
   payments: 8000,
   cluster: CLUSTER,
-  simulator: { ...SIMULATOR, eventsPerSecond: 45 },
-  faults: { gapMs: [500, 2000], maxWaitMs: 10_000, downMs: [200, 2000], killShare: 0.75 },
+  simulator: { ...SIMULATOR, eventsPerSecond: 40 },
+  faults: { gapMs: [500, 2000], maxWaitMs: 6000, downMs: [200, 2000], killShare: 0.85 },
   drainTimeoutMs: 180_000,
 };

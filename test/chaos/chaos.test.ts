@@ -18,6 +18,7 @@ test('short chaos run: every fault kind, nothing lost, nothing doubled', { timeo
     assert.ok(invariant.checked > 0, `${invariant.name} checked something`);
   }
   assert.deepEqual(report.unexpectedExits, []);
+  assert.deepEqual(report.startFailures, [], 'every restarted process came up');
   for (const kind of FAULT_KINDS) assert.ok((report.faults.byKind[kind] ?? 0) >= 1, `${kind} injected`);
   // The faults did what they are for: deliveries failed and were retried, duplicates were answered
   // as such, events were taken over, and a late commit was refused by fencing.

@@ -50,16 +50,11 @@ export async function serve(env: Record<string, string>, flags: string[] = []): 
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }));
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    'serve to answer HTTP',
-    async () => {
-      if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
-      return fetch(url).then(
-        () => true,
-        () => false,
-      );
-    },
-    30_000,
+  await startedOrKilled(child, 'serve to answer HTTP', () =>
+    fetch(url).then(
+      () => true,
+      () => false,
+    ),
   );
   return { child, url };
 }
@@ -67,15 +62,25 @@ export async function serve(env: Record<string, string>, flags: string[] = []): 
 /** Starts `webhook-inbox worker`; resolves once its workers run. */
 export async function worker(env: Record<string, string>): Promise<CliProcess> {
   const child = runCli(['worker'], inboxEnv({ ...env, LOG_LEVEL: 'info' }));
-  await waitFor(
-    'worker to start',
-    () => {
-      if (child.exitCode !== null) throw new Error(`worker exited:\n${child.output()}`);
-      return child.output().includes('workers started');
-    },
-    30_000,
-  );
+  await startedOrKilled(child, 'worker to start', () => child.output().includes('workers started'));
   return child;
+}
+
+/** Waits for `ready`; a child that exits or never gets there is killed, and the error carries its output. */
+async function startedOrKilled(child: CliProcess, what: string, ready: () => boolean | Promise<boolean>): Promise<void> {
+  try {
+    await waitFor(
+      what,
+      () => {
+        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}`);
+        return ready();
+      },
+      30_000,
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`${(error as Error).message}:\n${child.output().slice(-4000)}`);
+  }
 }
 
 /** Stops every child still running (SIGKILL: tests clean up, they do not test shutdown here). */
