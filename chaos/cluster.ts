@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createPool, type Pool } from 'mysql2/promise';
-import { exitOf, freePort, killAll, runCli, serve, worker, type CliProcess } from '../test/support/processes.js';
+import { exitOf, freePort, kill, runCli, serve, worker, type CliProcess } from '../test/support/processes.js';
 import { PrivateMariadb, PrivateRedis, type Unavailable } from '../test/support/services.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
 
@@ -79,7 +79,7 @@ export class ChaosCluster {
   }
 
   async killReceiver(i: number): Promise<void> {
-    await killAll([this.receivers[i]!]);
+    await kill(this.receivers[i]!);
   }
 
   async restartReceiver(i: number): Promise<void> {
@@ -89,7 +89,7 @@ export class ChaosCluster {
   }
 
   async killWorker(i: number): Promise<void> {
-    await killAll([this.workers[i]!]);
+    await kill(this.workers[i]!);
   }
 
   async restartWorker(i: number): Promise<void> {
@@ -132,7 +132,7 @@ export class ChaosCluster {
 
   async stop(): Promise<void> {
     for (const child of this.started) if (child.signalCode === 'SIGSTOP') child.kill('SIGCONT');
-    await killAll(this.started);
+    await Promise.all(this.started.map(kill));
     await this.sql.end().catch(() => undefined);
     await this.redis.stop();
     await this.mariadb.destroy();

@@ -1,14 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { pino, type Logger } from 'pino';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { coursePlatform } from './domain/course-platform.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/handlers.js';
 import { installErrorHandling } from './http/errors.js';
+import { opsRoutes } from './http/ops-routes.js';
+import { echoRequestId, requestId } from './http/request-id.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
+import { createLogger } from './observability/logger.js';
+import type { InboxMetrics } from './observability/metrics.js';
+import { PrometheusMetrics } from './observability/prometheus.js';
+import { Readiness, storeChecks, type ReadinessCheck } from './observability/readiness.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -24,17 +30,20 @@ export interface InboxOptions {
   handlers?: PaymentHandlers;
   /** Replaces the payment pipeline entirely, for events that are not about payments. */
   apply?: EventApplier;
-}
-
-function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({ level: config.logLevel });
+  /** Defaults to Prometheus metrics in a registry of this inbox's own. */
+  metrics?: InboxMetrics;
+  /** Checks GET /readyz runs besides the store's (a queue, say); `inbox.readiness.add` works too. */
+  readinessChecks?: ReadinessCheck[];
 }
 
 /** The composition root: every dependency is chosen here, once. */
 export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createLogger(config);
+  const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, clock });
+  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), clock, logger });
+  const readiness = new Readiness(logger);
+  for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
   const apply = options.apply ?? paymentApplier({ providers, handlers: options.handlers ?? coursePlatform, clock });
   const { processing } = config;
@@ -47,6 +56,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
     clock,
     logger,
+    metrics,
   });
   const pool: WorkerPool = new WorkerPool(
     async (id) => {
@@ -60,14 +70,22 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger, processing.sweepIntervalMs);
   const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
-  return new Inbox(store, providers, processor, queue, workers, processing, clock, logger);
+  return new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
 }
 
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */
 export async function createServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
-  const app = Fastify({ loggerInstance: inbox.logger as FastifyBaseLogger, bodyLimit: config.bodyLimitBytes });
+  const app = Fastify({
+    loggerInstance: inbox.logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: requestId,
+    // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
+    logController: new LogController({ disableRequestLogging: true }),
+  });
   installErrorHandling(app);
+  echoRequestId(app);
   await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes });
+  await app.register(opsRoutes, { inbox });
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
   return app;
 }

@@ -1,4 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
 import { ConfigError } from './errors.js';
+import { databaseUrlProblem } from './store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
 
@@ -57,7 +61,8 @@ export interface Config {
   redis: RedisSettings | null;
 }
 
-export const DEFAULT_DATABASE_URL = 'mysql://root@127.0.0.1:3306/webhook_inbox';
+/** The embedded store: runs on a fresh machine with nothing but Node. */
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 type Env = Record<string, string | undefined>;
@@ -69,11 +74,38 @@ interface NumberRange {
   hint?: string;
 }
 
+export interface Environment {
+  variables: Env;
+  /** The .env file read beneath the real environment, or null when there was none. */
+  file: string | null;
+}
+
 /**
- * Reads and validates the whole configuration from the environment. Every problem is collected, so
- * one start-up attempt names every bad variable at once.
+ * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
+ * `./.env` when present. A variable set in the real environment wins over the file.
  */
-export function loadConfig(env: Env = process.env): Config {
+export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
+  const named = env.ENV_FILE?.trim();
+  const file = resolve(cwd, named || '.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!named && code === 'ENOENT') return { variables: env, file: null };
+    const reason = code ?? (error as Error).message;
+    throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
+  }
+  const variables: Env = parseEnv(text);
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
+  return { variables, file };
+}
+
+/**
+ * Reads and validates the whole configuration from the environment (by default the process's, over
+ * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
+ */
+export function loadConfig(env: Env = readEnvironment().variables): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -128,14 +160,17 @@ function readPayu(read: EnvReader): PayuSettings | null {
   const merchantKey = read.optionalSecret('PAYU_MERCHANT_KEY');
   const merchantSalt = read.optionalSecret('PAYU_MERCHANT_SALT');
   if (merchantKey && merchantSalt) return { merchantKey, merchantSalt };
-  if (merchantKey) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
-  if (merchantSalt) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
+  // Judged on presence, not validity: a bad value is reported once, not again as a missing partner.
+  const keySet = read.isSet('PAYU_MERCHANT_KEY');
+  const saltSet = read.isSet('PAYU_MERCHANT_SALT');
+  if (keySet && !saltSet) read.problem('PAYU_MERCHANT_SALT must be set when PAYU_MERCHANT_KEY is set');
+  if (saltSet && !keySet) read.problem('PAYU_MERCHANT_KEY must be set when PAYU_MERCHANT_SALT is set');
   return null;
 }
 
 function readRedis(read: EnvReader): RedisSettings | null {
   const url = read.redisUrl('REDIS_URL');
-  const stream = read.string('REDIS_STREAM', 'webhook-inbox:events');
+  const stream = read.streamKey('REDIS_STREAM', 'webhook-inbox:events');
   return url ? { url, stream } : null;
 }
 
@@ -147,6 +182,10 @@ class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
   }
 
   private raw(name: string): string | undefined {
@@ -219,6 +258,15 @@ class EnvReader {
     return secrets;
   }
 
+  /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
+  streamKey(name: string, fallback: string): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
+    this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
+    return fallback;
+  }
+
   /** Never echoes the value: a Redis URL may carry a password. */
   redisUrl(name: string): string | undefined {
     const raw = this.raw(name);
@@ -243,18 +291,8 @@ class EnvReader {
 
   databaseUrl(name: string): string {
     const raw = this.raw(name) ?? DEFAULT_DATABASE_URL;
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      this.problem(`${name} is not a valid URL (expected mysql://user:password@host:3306/database)`);
-      return DEFAULT_DATABASE_URL;
-    }
-    if (url.protocol !== 'mysql:') {
-      this.problem(`${name} must start with mysql:// (got "${url.protocol}//...")`);
-    } else if (url.pathname.replace(/^\//, '') === '') {
-      this.problem(`${name} must name a database, e.g. mysql://user@host:3306/webhook_inbox`);
-    }
+    const problem = databaseUrlProblem(raw);
+    if (problem) this.problem(`${name} ${problem}`);
     return raw;
   }
 }

@@ -3,11 +3,13 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
+import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
+import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
 import type { Workers } from './processing/workers.js';
 import type { RawDelivery, VerifiedEvent } from './providers/provider.js';
-import type { EventQueue } from './queue/queue.js';
 import type { ProviderRegistry } from './providers/registry.js';
+import type { EventQueue } from './queue/queue.js';
 import type { InboxStore, RecordResult } from './store/store.js';
 
 export interface ReceiveResult {
@@ -33,12 +35,22 @@ export class Inbox {
     private readonly settings: ProcessingSettings,
     readonly clock: Clock,
     readonly logger: Logger,
+    readonly metrics: InboxMetrics,
+    readonly readiness: Readiness,
   ) {}
 
   /** Authenticates a raw delivery (nothing is written when that fails), then receives it. */
   async verifyAndReceive(provider: string, delivery: RawDelivery): Promise<ReceiveResult> {
-    const verified = this.providers.verifier(provider).verify(delivery);
-    return this.receive(verified);
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const received = await this.receive(this.providers.verifier(provider).verify(delivery));
+      this.metrics.deliveryAnswered(provider, received.outcome === 'recorded' ? 'accepted' : 'duplicate', seconds());
+      return received;
+    } catch (error) {
+      this.metrics.deliveryAnswered(provider, deliveryResult(error), seconds());
+      throw error;
+    }
   }
 
   /** Records a verified event; resolves once the record is durable (and, inline, processed). */

@@ -2,7 +2,8 @@ import { Command } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
-import { loadConfig, type Config } from '../config.js';
+import { formatConfig, maskedConfig } from '../config-display.js';
+import { loadConfig, readEnvironment, type Config } from '../config.js';
 import { ConfigError, StoreUnavailableError } from '../errors.js';
 import { openStore } from '../store/open-store.js';
 
@@ -17,7 +18,7 @@ program
   .description('run the HTTP receiver, with background workers unless --no-workers')
   .option('--no-workers', 'receive only: separate `webhook-inbox worker` processes do the processing')
   .action(async (options: { workers: boolean }) => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const { app, inbox } = await createApp(config, { workers: options.workers });
     // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
@@ -28,7 +29,7 @@ program
   .command('worker')
   .description('run background workers only (no HTTP): queue consumer and sweeper, WORKER_CONCURRENCY at a time')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const inbox = await startWorkers(config);
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => inbox.stop(config.shutdownTimeoutMs));
   });
@@ -61,7 +62,7 @@ program
   .command('migrate')
   .description('apply pending database migrations and exit')
   .action(async () => {
-    const config = configOrExit();
+    const { config } = configOrExit();
     const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
     try {
       const applied = await store.migrate();
@@ -71,9 +72,21 @@ program
     }
   });
 
-function configOrExit(): Config {
+program
+  .command('config')
+  .description('print the effective configuration (environment over .env), secrets masked')
+  .option('--json', 'print JSON')
+  .action((options: { json?: boolean }) => {
+    const { config, file } = configOrExit();
+    const masked = maskedConfig(config);
+    if (options.json) console.log(JSON.stringify({ envFile: file, config: masked }, null, 2));
+    else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
+  });
+
+function configOrExit(): { config: Config; file: string | null } {
   try {
-    return loadConfig();
+    const { variables, file } = readEnvironment();
+    return { config: loadConfig(variables), file };
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);

@@ -12,7 +12,7 @@ export function receiptKey(provider: string, paymentId: string): string {
 async function grantCourse({ tx, payment, now }: PaymentContext): Promise<void> {
   await tx
     .insertInto('orders')
-    .ignore()
+    .orIgnore()
     .values({
       provider: payment.provider,
       payment_id: payment.payment_id,
@@ -29,7 +29,7 @@ async function grantCourse({ tx, payment, now }: PaymentContext): Promise<void> 
   if (payment.user_id !== null && payment.course_id !== null) {
     const enrolled = await tx
       .insertInto('enrollments')
-      .ignore()
+      .orIgnore()
       .values({
         user_id: payment.user_id,
         course_id: payment.course_id,
@@ -54,7 +54,7 @@ async function grantCourse({ tx, payment, now }: PaymentContext): Promise<void> 
 
   await tx
     .insertInto('outbox')
-    .ignore()
+    .orIgnore()
     .values({
       idempotency_key: receiptKey(payment.provider, payment.payment_id),
       kind: 'receipt_email',

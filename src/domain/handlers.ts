@@ -25,6 +25,8 @@ export type PaymentHandlers = Partial<Record<PaymentState, PaymentHandler[]>>;
 /** Applies one stored event inside the processing transaction and returns its outcome text. */
 export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal) => Promise<string>;
 
+const STALE_OUTCOME = 'ignored: payment already ';
+
 /**
  * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
  * the handlers registered for the state the payment is in.
@@ -43,6 +45,12 @@ export function paymentApplier(options: { providers: ProviderRegistry; handlers:
       }
     }
     if (change.applied) return `applied: payment ${canonical.paymentId} ${state}`;
-    return `ignored: payment already ${state}${change.enriched ? ' (details completed)' : ''}`;
+    return `${STALE_OUTCOME}${state}${change.enriched ? ' (details completed)' : ''}`;
   };
+}
+
+/** The state a stale event found its payment in, read from the outcome written above; else null. */
+export function staleState(outcome: string): PaymentState | null {
+  if (!outcome.startsWith(STALE_OUTCOME)) return null;
+  return (outcome.slice(STALE_OUTCOME.length).split(' ')[0] as PaymentState | undefined) ?? null;
 }

@@ -23,7 +23,7 @@ export interface PaymentChange {
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime): Promise<PaymentChange> {
   const inserted = await tx
     .insertInto('payments')
-    .ignore()
+    .orIgnore()
     .values({
       provider,
       payment_id: event.paymentId,

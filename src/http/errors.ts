@@ -13,16 +13,15 @@ interface ErrorBody {
  */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
+    // Refused deliveries are logged once, with their outcome and timing, by the webhook routes.
     if (error instanceof InboxError) {
-      const level = error.statusCode >= 500 ? 'warn' : 'info';
-      request.log[level]({ code: error.code, provider: (request.params as { provider?: string })?.provider }, `delivery rejected: ${error.message}`);
       if (error.statusCode === 503) void reply.header('retry-after', '5');
       return reply.code(error.statusCode).send({ error: error.code, message: error.message } satisfies ErrorBody);
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
-      request.log.info({ code: error.code }, `request rejected: ${error.message}`);
-      return reply.code(status).send({ error: fastifyErrorCode(error), message: error.message } satisfies ErrorBody);
+      request.log.debug({ code: error.code }, `request rejected: ${error.message}`);
+      return reply.code(status).send({ error: errorCode(error), message: error.message } satisfies ErrorBody);
     }
     request.log.error({ err: error }, 'unexpected error');
     return reply.code(500).send({ error: 'internal_error', message: 'internal error; the delivery was not acknowledged' } satisfies ErrorBody);
@@ -33,7 +32,10 @@ export function installErrorHandling(app: FastifyInstance): void {
   );
 }
 
-function fastifyErrorCode(error: FastifyError): string {
+/** The `error` code a response carries for this error. */
+export function errorCode(error: FastifyError | InboxError): string {
+  if (error instanceof InboxError) return error.code;
+  if ((error.statusCode ?? 500) >= 500) return 'internal_error';
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return 'payload_too_large';

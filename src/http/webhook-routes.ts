@@ -1,7 +1,8 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { isProviderName, PROVIDER_NAMES } from '../providers/provider.js';
-import { UnknownProviderError } from '../errors.js';
+import { errorCode } from './errors.js';
 
 export interface WebhookRoutesOptions {
   inbox: Inbox;
@@ -18,10 +19,24 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: bodyLimitBytes }, (_request, body, done) => done(null, body));
 
+  // One log line per delivery, written when the answer has gone out: what came in, how it was
+  // answered and how long it took. Never the body or a signature.
+  const answers = new WeakMap<FastifyRequest, { eventId?: string; outcome?: string; error?: string; reason?: string }>();
+  app.addHook('onError', async (request, _reply, error) => {
+    answers.set(request, { error: errorCode(error), reason: error.message });
+    // Refused before the inbox saw it (e.g. too large): counted here, as the inbox could not.
+    if (!(error instanceof InboxError) && (error.statusCode ?? 500) < 500) inbox.metrics.deliveryAnswered(providerOf(request), 'bad_request', 0);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const fields = { provider: providerOf(request), ...answers.get(request), statusCode: reply.statusCode, ackMs: Math.round(reply.elapsedTime * 100) / 100 };
+    if (reply.statusCode === 200) request.log.info(fields, 'delivery acknowledged');
+    else request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
+  });
+
   app.post<{ Params: { provider: string } }>('/webhooks/:provider', async (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     const received = await inbox.verifyAndReceive(request.params.provider, { headers: request.headers, body, receivedAt: inbox.clock.now() });
-    request.log.info({ provider: received.provider, eventId: received.eventId, outcome: received.outcome }, 'delivery acknowledged');
+    answers.set(request, { eventId: received.eventId, outcome: received.outcome });
     return reply.code(200).send({ received: true, ...received });
   });
 
@@ -37,3 +52,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     },
   });
 };
+
+function providerOf(request: FastifyRequest): string {
+  return (request.params as { provider?: string }).provider ?? '';
+}

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { EventApplier } from '../domain/handlers.js';
 import { LeaseLostError, PermanentError, RetryLaterError } from '../errors.js';
-import type { InboxStore, Lease } from '../store/store.js';
+import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
+import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
 import { retryDelayMs, type RetryPolicy } from './retry-policy.js';
 
 /**
@@ -15,6 +16,9 @@ export type ProcessResult =
   | { result: 'failed'; error: string; retryAt: Date | null; handOff?: number }
   | { result: 'lease_lost' };
 
+/** What a claimed attempt can end with. */
+type AttemptOutcome = Exclude<ProcessResult, { result: 'not_claimed' }>;
+
 export interface ProcessorOptions {
   store: InboxStore;
   apply: EventApplier;
@@ -24,6 +28,7 @@ export interface ProcessorOptions {
   retry: RetryPolicy;
   clock: Clock;
   logger: Logger;
+  metrics: InboxMetrics;
 }
 
 /**
@@ -38,41 +43,44 @@ export class Processor {
   constructor(private readonly options: ProcessorOptions) {}
 
   async process(id: number): Promise<ProcessResult> {
-    const { store, owner, leaseMs, logger, clock } = this.options;
+    const { store, owner, leaseMs, logger, clock, metrics } = this.options;
     const claimed = await store.claim(id, owner, leaseMs);
     if (!claimed) return { result: 'not_claimed' };
     const { lease, event } = claimed;
     const log = logger.child({ provider: event.provider, eventId: event.eventId, eventType: event.eventType, attempt: lease.attempts });
-
-    if (lease.attempts > this.options.retry.maxAttempts) {
-      // Earlier attempts ended without a verdict (the worker died holding the lease): stop here.
-      return this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log);
+    if (claimed.takeover) {
+      metrics.leaseTakenOver(event.provider);
+      log.warn('took over an event whose lease had expired');
     }
 
     const started = clock.now().getTime();
-    const interrupt = new AbortController();
-    const signal = AbortSignal.any([AbortSignal.timeout(Math.max(0, lease.expiresAt.getTime() - started)), interrupt.signal]);
-    this.inFlight.set(lease.id, { lease, interrupt });
-    try {
-      const outcome = await store.completeFenced(lease, (tx) => this.options.apply(tx, event, signal));
-      log.info({ outcome, processingMs: clock.now().getTime() - started }, 'event processed');
-      return { result: 'processed', outcome, ...(await this.handOff(lease)) };
-    } catch (error) {
-      if (error instanceof LeaseLostError) {
-        log.warn({ processingMs: clock.now().getTime() - started }, 'lease lost before commit; changes rolled back');
-        return { result: 'lease_lost' };
+    const attempt = await this.attempt(lease, event, log);
+    const processingMs = clock.now().getTime() - started;
+    const result: AttemptResult = attempt.result === 'failed' && attempt.retryAt ? 'retry_scheduled' : attempt.result;
+    metrics.attemptFinished({ provider: event.provider, result, attempt: lease.attempts, seconds: processingMs / 1000 });
+    switch (attempt.result) {
+      case 'processed': {
+        const latencyMs = clock.now().getTime() - event.createdAt.getTime();
+        metrics.eventProcessed({ provider: event.provider, outcome: attempt.outcome, latencySeconds: latencyMs / 1000 });
+        log.info({ status: 'processed', outcome: attempt.outcome, processingMs, latencyMs }, 'event processed');
+        break;
       }
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
-    } finally {
-      this.inFlight.delete(lease.id);
+      case 'lease_lost':
+        log.warn({ processingMs }, 'lease lost before commit; changes rolled back');
+        break;
+      case 'failed':
+        log.warn(
+          { status: 'failed', error: attempt.error, retryAt: attempt.retryAt?.toISOString() ?? null, processingMs },
+          attempt.retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left',
+        );
     }
+    return attempt.result === 'lease_lost' ? attempt : { ...attempt, ...(await this.handOff(lease)) };
   }
 
   /**
-   * Shutdown: signals the running handlers to stop and gives their leases back, so the events are due
-   * again at once instead of after the lease. The fencing token goes with the lease, so a handler
-   * that still finishes cannot commit. Returns how many leases were given back.
+   * Shutdown: gives the leases of the running attempts back, so their events are due again at once
+   * instead of after the lease, and signals their handlers to stop. The fencing token goes with the
+   * lease, so a handler that still finishes cannot commit. Returns how many leases were given back.
    */
   async releaseInFlight(): Promise<number> {
     const running = [...this.inFlight.values()];
@@ -88,6 +96,33 @@ export class Processor {
     return released.filter(Boolean).length;
   }
 
+  private async handOff(lease: Lease): Promise<{ handOff?: number }> {
+    if (!lease.payment) return {};
+    const next = await this.options.store.nextDueEventOfPayment(lease.payment).catch(() => null);
+    return next === null ? {} : { handOff: next };
+  }
+
+  private async attempt(lease: Lease, event: InboxEvent, log: Logger): Promise<AttemptOutcome> {
+    if (lease.attempts > this.options.retry.maxAttempts) {
+      // Earlier attempts ended without a verdict (the worker died holding the lease): stop here.
+      return this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log);
+    }
+    const interrupt = new AbortController();
+    const untilExpiry = AbortSignal.timeout(Math.max(0, lease.expiresAt.getTime() - this.options.clock.now().getTime()));
+    const signal = AbortSignal.any([untilExpiry, interrupt.signal]);
+    this.inFlight.set(lease.id, { lease, interrupt });
+    try {
+      const outcome = await this.options.store.completeFenced(lease, (tx) => this.options.apply(tx, event, signal));
+      return { result: 'processed', outcome };
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { result: 'lease_lost' };
+      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
+    } finally {
+      this.inFlight.delete(lease.id);
+    }
+  }
+
   private retryAt(error: unknown, attempts: number): Date | null {
     const { retry, clock } = this.options;
     if (error instanceof PermanentError || attempts >= retry.maxAttempts) return null;
@@ -95,7 +130,7 @@ export class Processor {
     return new Date(clock.now().getTime() + delay);
   }
 
-  private async recordFailure(lease: Lease, error: string, retryAt: Date | null, log: Logger): Promise<ProcessResult> {
+  private async recordFailure(lease: Lease, error: string, retryAt: Date | null, log: Logger): Promise<AttemptOutcome> {
     try {
       const recorded = await this.options.store.fail(lease, error, retryAt);
       if (!recorded) return { result: 'lease_lost' };
@@ -103,13 +138,6 @@ export class Processor {
       // The lease will expire and the sweeper will offer the event again.
       log.error({ err: storeError }, 'could not record the failure');
     }
-    log.warn({ error, retryAt: retryAt?.toISOString() ?? null }, retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left');
-    return { result: 'failed', error, retryAt, ...(await this.handOff(lease)) };
-  }
-
-  private async handOff(lease: Lease): Promise<{ handOff?: number }> {
-    if (!lease.payment) return {};
-    const next = await this.options.store.nextDueEventOfPayment(lease.payment).catch(() => null);
-    return next === null ? {} : { handOff: next };
+    return { result: 'failed', error, retryAt };
   }
 }

@@ -9,6 +9,8 @@ import type { InboxDatabase } from './schema.js';
 export interface StoreBackend {
   readonly name: string;
   readonly columnTypes: ColumnTypes;
+  /** What is wrong with a DATABASE_URL of this backend's scheme, or null when it is usable. */
+  validateUrl(url: URL): string | null;
   connect(url: string, options: { poolSize: number }): Kysely<InboxDatabase>;
   /** Creates the database itself when the server allows it and it is missing. */
   ensureDatabase(url: string): Promise<void>;

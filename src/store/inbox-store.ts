@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Migrator, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type ExpressionOrFactory, type Kysely, type Selectable, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
@@ -7,7 +7,7 @@ import type { StoreBackend } from './backend.js';
 import { inboxMigrations } from './migrations.js';
 import { ensurePaymentLeaseRow, releasePaymentLease, takePaymentLease, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, RecordResult } from './store.js';
+import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 
@@ -30,15 +30,26 @@ export class KyselyInboxStore implements InboxStore {
 
   private async applyMigrations(): Promise<string[]> {
     await this.dialect.ensureDatabase(this.url);
-    const migrator = new Migrator({
+    const { error, results } = await this.migrator().migrateToLatest();
+    if (error) throw error;
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  async pendingMigrations(): Promise<string[]> {
+    return this.guard(async () => (await this.migrator().getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
+  }
+
+  private migrator(): Migrator {
+    return new Migrator({
       db: this.db,
       provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
       migrationTableName: 'schema_migrations',
       migrationLockTableName: 'schema_migrations_lock',
     });
-    const { error, results } = await migrator.migrateToLatest();
-    if (error) throw error;
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  }
+
+  async ping(): Promise<void> {
+    await this.guard(() => sql`select 1`.execute(this.db));
   }
 
   async record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
@@ -46,7 +57,7 @@ export class KyselyInboxStore implements InboxStore {
       const now = toDbTime(this.clock.now());
       const inserted = await this.db
         .insertInto('webhook_events')
-        .ignore()
+        .orIgnore()
         .values({
           provider: event.provider,
           event_id: event.eventId,
@@ -84,36 +95,44 @@ export class KyselyInboxStore implements InboxStore {
 
       const expiresAt = new Date(now.getTime() + leaseMs);
       const token = randomUUID();
+      const dueAt = toDbTime(now);
       // One transaction, payment lease first (the lock order every writer keeps): both leases or neither.
-      const row = await this.withConflictRetries(() =>
+      const claimed = await this.withConflictRetries(() =>
         commitUnlessNull(this.db, async (tx) => {
-          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: toDbTime(expiresAt) }, toDbTime(now)))) return null;
-          const claimed = await tx
-            .updateTable('webhook_events')
-            .set((eb) => ({
-              status: 'processing',
-              attempts: eb('attempts', '+', 1),
-              lease_owner: owner,
-              lease_token: token,
-              lease_expires_at: toDbTime(expiresAt),
-              next_attempt_at: toDbTime(expiresAt),
-            }))
-            .where('id', '=', id)
-            .where((eb) =>
-              eb.or([
-                eb('status', '=', 'received'),
-                eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', toDbTime(now))]),
-              ]),
-            )
-            .executeTakeFirst();
-          if (claimed.numUpdatedRows !== 1n) return null;
-          return tx.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: toDbTime(expiresAt) }, dueAt))) return null;
+          const takeLease = async (due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
+            const updated = await tx
+              .updateTable('webhook_events')
+              .set((eb) => ({
+                status: 'processing',
+                attempts: eb('attempts', '+', 1),
+                lease_owner: owner,
+                lease_token: token,
+                lease_expires_at: toDbTime(expiresAt),
+                next_attempt_at: toDbTime(expiresAt),
+              }))
+              .where('id', '=', id)
+              .where(due)
+              .executeTakeFirst();
+            return updated.numUpdatedRows === 1n;
+          };
+          // Two conditional statements rather than one, so a takeover is known as one (for metrics and
+          // logs); the common case, a new or retried event, still takes a single statement.
+          let takeover = false;
+          if (!(await takeLease((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', '<=', dueAt)])])))) {
+            takeover = await takeLease((eb) => eb.and([eb('status', '=', 'processing'), eb('next_attempt_at', '<=', dueAt)]));
+            if (!takeover) return null;
+          }
+          return { takeover, row: await tx.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow() };
         }),
       );
+      if (!claimed) return null;
+      const { row, takeover } = claimed;
       if (!row) return null;
       const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts, payment };
       return {
         lease,
+        takeover,
         event: {
           id: row.id,
           provider: row.provider as ProviderName,
@@ -203,6 +222,35 @@ export class KyselyInboxStore implements InboxStore {
     return this.guard(async () => {
       const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
       return row ? toEventState(row) : null;
+    });
+  }
+
+  async pipelineStats(): Promise<PipelineStats> {
+    return this.guard(async () => {
+      const now = toDbTime(this.clock.now());
+      // Pending events are exactly those with a next attempt time: the index bounds the scan to them.
+      const pending = this.db
+        .selectFrom('webhook_events')
+        .select((eb) => [
+          eb.fn.sum<number | string | null>(eb.case().when('next_attempt_at', '<=', now).then(1).else(0).end()).as('due'),
+          eb.fn.sum<number | string | null>(eb.case().when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)])).then(1).else(0).end()).as('stuck'),
+          eb.fn.min('created_at').as('oldest'),
+        ])
+        .where('next_attempt_at', 'is not', null)
+        .executeTakeFirstOrThrow();
+      const failed = this.db
+        .selectFrom('webhook_events')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('status', '=', 'failed')
+        .where('next_attempt_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      const [counts, givenUp] = await Promise.all([pending, failed]);
+      return {
+        due: Number(counts.due ?? 0),
+        stuck: Number(counts.stuck ?? 0),
+        oldestPendingAt: counts.oldest ? fromDbTime(counts.oldest) : null,
+        failed: Number(givenUp.n),
+      };
     });
   }
 

@@ -14,7 +14,7 @@ export interface PaymentRef {
  * waiting to update the row would deadlock.
  */
 export async function ensurePaymentLeaseRow(db: Kysely<InboxDatabase>, payment: PaymentRef): Promise<void> {
-  await db.insertInto('payment_leases').ignore().values({ provider: payment.provider, payment_id: payment.paymentId }).execute();
+  await db.insertInto('payment_leases').orIgnore().values({ provider: payment.provider, payment_id: payment.paymentId }).execute();
 }
 
 /**

@@ -36,6 +36,8 @@ export interface Lease {
 export interface ClaimedEvent {
   lease: Lease;
   event: InboxEvent;
+  /** The event was in `processing` under an expired lease: its previous worker died or stalled. */
+  takeover: boolean;
 }
 
 export interface EventState {
@@ -51,6 +53,18 @@ export interface EventState {
   outcome: string | null;
   createdAt: Date;
   processedAt: Date | null;
+}
+
+/** Counts for monitoring, each from an indexed query. */
+export interface PipelineStats {
+  /** Events a worker should take now: new, retry time reached, or lease expired. */
+  due: number;
+  /** Receipt time of the oldest event still to be processed (given-up events excluded). */
+  oldestPendingAt: Date | null;
+  /** Events in `processing` whose lease expired: waiting for a takeover. */
+  stuck: number;
+  /** Failed events with no automatic retry left: an operator must look at them. */
+  failed: number;
 }
 
 export type BusinessTransaction = Transaction<InboxDatabase>;
@@ -97,6 +111,13 @@ export interface InboxStore {
 
   eventState(id: number): Promise<EventState | null>;
   findEvent(provider: string, eventId: string): Promise<EventState | null>;
+
+  pipelineStats(): Promise<PipelineStats>;
+
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** Names of the migrations not applied yet (empty when the schema is current). */
+  pendingMigrations(): Promise<string[]>;
 
   close(): Promise<void>;
 }

@@ -95,7 +95,7 @@ describe('MariaDB stopped, then frozen, under load (private server)', { skip: un
     children.push(a.child, b.child, w);
   });
   after(async () => {
-    await killAll(children);
+    await killAll();
     await stream?.drop();
     await server?.destroy();
   });

@@ -34,7 +34,7 @@ describe('a worker process killed (SIGKILL) in the middle of processing', { skip
     children.push(server.child, ...workers);
   });
   after(async () => {
-    await killAll(children);
+    await killAll();
     await sql?.end();
     await stream?.drop();
     await db?.drop();

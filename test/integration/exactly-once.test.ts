@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import type { PaymentHandlers } from '../../src/domain/handlers.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { Harness, paymentEffects } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
-const databases = { background: await createTestDatabase(), inline: await createTestDatabase() };
+const MODES = ['background', 'inline'] as const;
+const cases = await Promise.all(STORE_BACKENDS.flatMap((backend) => MODES.map(async (mode) => ({ backend, mode, database: await createTestDatabase(backend) }))));
 
 /** Course-platform handlers that count how often the capture effects run, and can fail on demand. */
 function countingHandlers() {
@@ -27,9 +28,8 @@ function countingHandlers() {
   return { counter, handlers };
 }
 
-for (const mode of ['background', 'inline'] as const) {
-  const database = databases[mode];
-  describe(`exactly once under concurrent duplicates (${mode} mode, two servers on one database)`, { skip: 'skip' in database && database.skip }, () => {
+for (const { backend, mode, database } of cases) {
+  describe(`exactly once under concurrent duplicates (${backend}, ${mode} mode, two servers on one database)`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
     let servers: Harness[];
     const { counter, handlers } = countingHandlers();
@@ -64,7 +64,7 @@ for (const mode of ['background', 'inline'] as const) {
       assert.equal(counter.captured, 1, 'capture effects ran once');
       assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
       assert.equal(await servers[0]!.countRows('webhook_events'), 1);
-      console.log(`${mode}: 50 concurrent duplicates answered in ${elapsed.toFixed(0)} ms`);
+      console.log(`${backend} ${mode}: 50 concurrent duplicates answered in ${elapsed.toFixed(0)} ms`);
     });
 
     test('two different event ids for one payment (payment_intent.succeeded + charge.succeeded): one effect', async () => {

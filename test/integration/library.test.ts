@@ -2,87 +2,90 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type PaymentHandlers } from '../../src/index.js';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
-const database = await createTestDatabase();
+const databases = await createTestDatabases();
 
-describe('embedding the inbox in another fastify service', { skip: 'skip' in database && database.skip }, () => {
-  let db: TestDatabase;
-  let inbox: Inbox;
-  let host: FastifyInstance;
+for (const backend of STORE_BACKENDS) {
+  const database = databases[backend];
+  describe(`embedding the inbox in another fastify service (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let db: TestDatabase;
+    let inbox: Inbox;
+    let host: FastifyInstance;
 
-  // The host's own business: a fulfilment row per captured payment, next to the reference effects,
-  // and a course that cannot be sold (a permanent failure).
-  const handlers: PaymentHandlers = {
-    ...coursePlatform,
-    captured: [
-      async ({ payment }) => {
-        if (payment.course_id === 'retired_course') throw new PermanentError('course retired');
-      },
-      ...coursePlatform.captured!,
-      async ({ tx, payment, now }) => {
-        await tx
-          .insertInto('outbox')
-          .ignore()
-          .values({ idempotency_key: `fulfil:${payment.provider}:${payment.payment_id}`, kind: 'fulfilment', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
-          .execute();
-      },
-    ],
-  };
-
-  before(async () => {
-    db = database as TestDatabase;
-    const config = testConfig(db.url);
-    inbox = createInbox(config, { handlers });
-    await inbox.store.migrate();
-    inbox.start();
-    host = Fastify();
-    installErrorHandling(host);
-    host.post('/echo', async (request) => request.body);
-    await host.register(webhookRoutes, { prefix: '/payments', inbox, bodyLimitBytes: config.bodyLimitBytes });
-  });
-  after(async () => {
-    await host?.close();
-    await inbox?.stop(1000);
-    await db?.drop();
-  });
-
-  async function deliver(eventId: string, paymentId: string, courseId: string) {
-    const delivery = stripeDelivery(stripePaymentEvent(eventId, 'payment_intent.succeeded', paymentId, { courseId }));
-    return host.inject({ method: 'POST', url: '/payments/webhooks/stripe', headers: delivery.headers, payload: delivery.body });
-  }
-
-  async function eventProcessedOrFailed(eventId: string) {
-    const finished = async () => {
-      const state = await inbox.store.findEvent('stripe', eventId);
-      return state?.status === 'processed' || state?.status === 'failed' ? state : null;
+    // The host's own business: a fulfilment row per captured payment, next to the reference effects,
+    // and a course that cannot be sold (a permanent failure).
+    const handlers: PaymentHandlers = {
+      ...coursePlatform,
+      captured: [
+        async ({ payment }) => {
+          if (payment.course_id === 'retired_course') throw new PermanentError('course retired');
+        },
+        ...coursePlatform.captured!,
+        async ({ tx, payment, now }) => {
+          await tx
+            .insertInto('outbox')
+            .orIgnore()
+            .values({ idempotency_key: `fulfil:${payment.provider}:${payment.payment_id}`, kind: 'fulfilment', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
+            .execute();
+        },
+      ],
     };
-    await waitFor(`${eventId} processed or failed`, async () => (await finished()) !== null);
-    return (await finished())!;
-  }
 
-  test('routes mount under a prefix and run the host handlers in the processing transaction', async () => {
-    const response = await deliver('evt_lib_1', 'pi_lib_1', 'course_lib');
-    assert.equal(response.statusCode, 200);
-    assert.equal((await eventProcessedOrFailed('evt_lib_1')).status, 'processed');
-    const keys = await inbox.store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
-    assert.deepEqual(keys.map((k) => k.idempotency_key), ['fulfil:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1']);
-  });
+    before(async () => {
+      db = database as TestDatabase;
+      const config = testConfig(db.url);
+      inbox = createInbox(config, { handlers });
+      await inbox.store.migrate();
+      inbox.start();
+      host = Fastify();
+      installErrorHandling(host);
+      host.post('/echo', async (request) => request.body);
+      await host.register(webhookRoutes, { prefix: '/payments', inbox, bodyLimitBytes: config.bodyLimitBytes });
+    });
+    after(async () => {
+      await host?.close();
+      await inbox?.stop(1000);
+      await db?.drop();
+    });
 
-  test('a PermanentError fails the event without retry and rolls back every effect', async () => {
-    assert.equal((await deliver('evt_lib_2', 'pi_lib_2', 'retired_course')).statusCode, 200);
-    const state = await eventProcessedOrFailed('evt_lib_2');
-    assert.equal(state.status, 'failed');
-    assert.equal(state.nextAttemptAt, null, 'no automatic retry');
-    assert.match(state.lastError ?? '', /course retired/);
-    const payments = await inbox.store.db.selectFrom('payments').select('id').where('payment_id', '=', 'pi_lib_2').execute();
-    assert.equal(payments.length, 0, 'the payment update rolled back with the failure');
-  });
+    async function deliver(eventId: string, paymentId: string, courseId: string) {
+      const delivery = stripeDelivery(stripePaymentEvent(eventId, 'payment_intent.succeeded', paymentId, { courseId }));
+      return host.inject({ method: 'POST', url: '/payments/webhooks/stripe', headers: delivery.headers, payload: delivery.body });
+    }
 
-  test("the host's own routes keep their JSON parsing", async () => {
-    const response = await host.inject({ method: 'POST', url: '/echo', payload: { hello: 'world' } });
-    assert.deepEqual(response.json(), { hello: 'world' });
+    async function eventProcessedOrFailed(eventId: string) {
+      const finished = async () => {
+        const state = await inbox.store.findEvent('stripe', eventId);
+        return state?.status === 'processed' || state?.status === 'failed' ? state : null;
+      };
+      await waitFor(`${eventId} processed or failed`, async () => (await finished()) !== null);
+      return (await finished())!;
+    }
+
+    test('routes mount under a prefix and run the host handlers in the processing transaction', async () => {
+      const response = await deliver('evt_lib_1', 'pi_lib_1', 'course_lib');
+      assert.equal(response.statusCode, 200);
+      assert.equal((await eventProcessedOrFailed('evt_lib_1')).status, 'processed');
+      const keys = await inbox.store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
+      assert.deepEqual(keys.map((k) => k.idempotency_key), ['fulfil:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1']);
+    });
+
+    test('a PermanentError fails the event without retry and rolls back every effect', async () => {
+      assert.equal((await deliver('evt_lib_2', 'pi_lib_2', 'retired_course')).statusCode, 200);
+      const state = await eventProcessedOrFailed('evt_lib_2');
+      assert.equal(state.status, 'failed');
+      assert.equal(state.nextAttemptAt, null, 'no automatic retry');
+      assert.match(state.lastError ?? '', /course retired/);
+      const payments = await inbox.store.db.selectFrom('payments').select('id').where('payment_id', '=', 'pi_lib_2').execute();
+      assert.equal(payments.length, 0, 'the payment update rolled back with the failure');
+    });
+
+    test("the host's own routes keep their JSON parsing", async () => {
+      const response = await host.inject({ method: 'POST', url: '/echo', payload: { hello: 'world' } });
+      assert.deepEqual(response.json(), { hello: 'world' });
+    });
   });
-});
+}

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { Harness } from '../support/harness.js';
 import { razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../support/signing.js';
 
-const databases = { inline: await createTestDatabase(), background: await createTestDatabase() };
 
 function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [items.slice()];
@@ -50,83 +49,87 @@ async function assertRefundedWithoutAccess(harness: Harness, provider: string, p
   }
 }
 
-describe('out-of-order delivery, one event at a time (inline processing)', { skip: 'skip' in databases.inline && databases.inline.skip }, () => {
-  let db: TestDatabase;
-  let harness: Harness;
-  before(async () => {
-    db = databases.inline as TestDatabase;
-    harness = await Harness.start(db.url, { PROCESSING_MODE: 'inline' });
-  });
-  after(async () => {
-    await harness?.close();
-    await db?.drop();
-  });
+for (const backend of STORE_BACKENDS) {
+  const databases = { inline: await createTestDatabase(backend), background: await createTestDatabase(backend) };
 
-  test('all 24 orders of Stripe created/authorized/captured/refunded end refunded, without access', async () => {
-    const orders = permutations(STRIPE_LIFECYCLE);
-    assert.equal(orders.length, 24);
-    for (const [n, order] of orders.entries()) {
-      const paymentId = `pi_perm_${n}`;
-      for (const delivery of stripeLifecycle(paymentId, order)) assert.equal((await harness.post(delivery)).status, 200);
-      await assertRefundedWithoutAccess(harness, 'stripe', paymentId, order.indexOf('payment_intent.succeeded') < order.indexOf('charge.refunded'));
-      const outcomes = await harness.db.selectFrom('webhook_events').select(['status', 'outcome']).where('event_id', 'like', `evt_${paymentId}_%`).execute();
-      assert.equal(outcomes.length, 4);
-      assert.ok(outcomes.every((o) => o.status === 'processed'));
-      // Every event after the refund is stale and says so.
-      for (const type of order.slice(order.indexOf('charge.refunded') + 1)) {
-        const row = await harness.inbox.store.findEvent('stripe', `evt_${paymentId}_${type}`);
-        assert.match(row?.outcome ?? '', /^ignored: payment already refunded/, `${paymentId} ${type}`);
+  describe(`out-of-order delivery, one event at a time (${backend}, inline processing)`, { skip: 'skip' in databases.inline && databases.inline.skip }, () => {
+    let db: TestDatabase;
+    let harness: Harness;
+    before(async () => {
+      db = databases.inline as TestDatabase;
+      harness = await Harness.start(db.url, { PROCESSING_MODE: 'inline' });
+    });
+    after(async () => {
+      await harness?.close();
+      await db?.drop();
+    });
+
+    test('all 24 orders of Stripe created/authorized/captured/refunded end refunded, without access', async () => {
+      const orders = permutations(STRIPE_LIFECYCLE);
+      assert.equal(orders.length, 24);
+      for (const [n, order] of orders.entries()) {
+        const paymentId = `pi_perm_${n}`;
+        for (const delivery of stripeLifecycle(paymentId, order)) assert.equal((await harness.post(delivery)).status, 200);
+        await assertRefundedWithoutAccess(harness, 'stripe', paymentId, order.indexOf('payment_intent.succeeded') < order.indexOf('charge.refunded'));
+        const outcomes = await harness.db.selectFrom('webhook_events').select(['status', 'outcome']).where('event_id', 'like', `evt_${paymentId}_%`).execute();
+        assert.equal(outcomes.length, 4);
+        assert.ok(outcomes.every((o) => o.status === 'processed'));
+        // Every event after the refund is stale and says so.
+        for (const type of order.slice(order.indexOf('charge.refunded') + 1)) {
+          const row = await harness.inbox.store.findEvent('stripe', `evt_${paymentId}_${type}`);
+          assert.match(row?.outcome ?? '', /^ignored: payment already refunded/, `${paymentId} ${type}`);
+        }
       }
-    }
+    });
+
+    test('all 6 orders of Razorpay authorized/captured/refund.processed end refunded, without access', async () => {
+      for (const [n, order] of permutations(RAZORPAY_LIFECYCLE).entries()) {
+        const paymentId = `pay_perm_${n}`;
+        for (const delivery of razorpayLifecycle(paymentId, order)) assert.equal((await harness.post(delivery)).status, 200);
+        await assertRefundedWithoutAccess(harness, 'razorpay', paymentId, order.indexOf('payment.captured') < order.indexOf('refund.processed'));
+      }
+    });
+
+    test('a late authorisation moves a failed payment forward; a failure after capture is ignored', async () => {
+      const failedFirst = ['payment_intent.payment_failed', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded'];
+      for (const delivery of stripeLifecycle('pi_late_auth', failedFirst)) assert.equal((await harness.post(delivery)).status, 200);
+      const late = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', 'pi_late_auth').executeTakeFirstOrThrow();
+      assert.equal(late.status, 'captured');
+
+      for (const delivery of stripeLifecycle('pi_fail_after', ['payment_intent.succeeded', 'payment_intent.payment_failed'])) await harness.post(delivery);
+      const after = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', 'pi_fail_after').executeTakeFirstOrThrow();
+      assert.equal(after.status, 'captured');
+      const stale = await harness.inbox.store.findEvent('stripe', 'evt_pi_fail_after_payment_intent.payment_failed');
+      assert.equal(stale?.outcome, 'ignored: payment already captured');
+    });
   });
 
-  test('all 6 orders of Razorpay authorized/captured/refund.processed end refunded, without access', async () => {
-    for (const [n, order] of permutations(RAZORPAY_LIFECYCLE).entries()) {
-      const paymentId = `pay_perm_${n}`;
-      for (const delivery of razorpayLifecycle(paymentId, order)) assert.equal((await harness.post(delivery)).status, 200);
-      await assertRefundedWithoutAccess(harness, 'razorpay', paymentId, order.indexOf('payment.captured') < order.indexOf('refund.processed'));
-    }
-  });
+  describe(`out-of-order delivery, all events of a payment at once (${backend}, background workers)`, { skip: 'skip' in databases.background && databases.background.skip }, () => {
+    let db: TestDatabase;
+    let harness: Harness;
+    before(async () => {
+      db = databases.background as TestDatabase;
+      harness = await Harness.start(db.url, { WORKER_CONCURRENCY: '8' });
+    });
+    after(async () => {
+      await harness?.close();
+      await db?.drop();
+    });
 
-  test('a late authorisation moves a failed payment forward; a failure after capture is ignored', async () => {
-    const failedFirst = ['payment_intent.payment_failed', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded'];
-    for (const delivery of stripeLifecycle('pi_late_auth', failedFirst)) assert.equal((await harness.post(delivery)).status, 200);
-    const late = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', 'pi_late_auth').executeTakeFirstOrThrow();
-    assert.equal(late.status, 'captured');
-
-    for (const delivery of stripeLifecycle('pi_fail_after', ['payment_intent.succeeded', 'payment_intent.payment_failed'])) await harness.post(delivery);
-    const after = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', 'pi_fail_after').executeTakeFirstOrThrow();
-    assert.equal(after.status, 'captured');
-    const stale = await harness.inbox.store.findEvent('stripe', 'evt_pi_fail_after_payment_intent.payment_failed');
-    assert.equal(stale?.outcome, 'ignored: payment already captured');
+    test('24 payments, each with its 4 events delivered concurrently in a different order: all refunded', async () => {
+      const orders = permutations(STRIPE_LIFECYCLE);
+      const deliveries = orders.flatMap((order, n) => stripeLifecycle(`pi_conc_${n}`, order));
+      const responses = await Promise.all(deliveries.map((d) => harness.post(d)));
+      assert.ok(responses.every((r) => r.status === 200));
+      await harness.waitUntilProcessed(deliveries.length, 30_000);
+      for (const n of orders.keys()) {
+        const payment = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_conc_${n}`).executeTakeFirstOrThrow();
+        assert.equal(payment.status, 'refunded');
+        const active = await harness.db.selectFrom('enrollments').select('id').where('user_id', '=', `u_pi_conc_${n}`).where('status', '=', 'active').execute();
+        assert.equal(active.length, 0);
+      }
+      const failed = await harness.countRows('webhook_events', 'failed');
+      assert.equal(failed, 0, 'no processing failed (lock conflicts are retried inside the lease)');
+    });
   });
-});
-
-describe('out-of-order delivery, all events of a payment at once (background workers)', { skip: 'skip' in databases.background && databases.background.skip }, () => {
-  let db: TestDatabase;
-  let harness: Harness;
-  before(async () => {
-    db = databases.background as TestDatabase;
-    harness = await Harness.start(db.url, { WORKER_CONCURRENCY: '8' });
-  });
-  after(async () => {
-    await harness?.close();
-    await db?.drop();
-  });
-
-  test('24 payments, each with its 4 events delivered concurrently in a different order: all refunded', async () => {
-    const orders = permutations(STRIPE_LIFECYCLE);
-    const deliveries = orders.flatMap((order, n) => stripeLifecycle(`pi_conc_${n}`, order));
-    const responses = await Promise.all(deliveries.map((d) => harness.post(d)));
-    assert.ok(responses.every((r) => r.status === 200));
-    await harness.waitUntilProcessed(deliveries.length, 30_000);
-    for (const n of orders.keys()) {
-      const payment = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_conc_${n}`).executeTakeFirstOrThrow();
-      assert.equal(payment.status, 'refunded');
-      const active = await harness.db.selectFrom('enrollments').select('id').where('user_id', '=', `u_pi_conc_${n}`).where('status', '=', 'active').execute();
-      assert.equal(active.length, 0);
-    }
-    const failed = await harness.countRows('webhook_events', 'failed');
-    assert.equal(failed, 0, 'no processing failed (lock conflicts are retried inside the lease)');
-  });
-});
+}

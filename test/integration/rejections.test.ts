@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import { createTestDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { Harness } from '../support/harness.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../support/signing.js';
 
-const databases = { rejections: await createTestDatabase(), unconfigured: await createTestDatabase() };
 
 const validStripe = () => stripeDelivery(stripePaymentEvent('evt_valid_after_abuse', 'payment_intent.succeeded', 'pi_valid_after_abuse'));
 const without = (delivery: Delivery, header: string): Delivery => ({ ...delivery, headers: Object.fromEntries(Object.entries(delivery.headers).filter(([name]) => name !== header)) });
@@ -36,90 +35,102 @@ const CASES: Array<{ name: string; status: number; error: string; request: () =>
   { name: 'unknown provider', status: 404, error: 'unknown_provider', request: () => ({ ...validStripe(), path: '/webhooks/paypal' }) },
 ];
 
-describe('rejected deliveries write nothing and do not disturb the server', { skip: 'skip' in databases.rejections && databases.rejections.skip }, () => {
-  let db: TestDatabase;
-  let harness: Harness;
-  before(async () => {
-    db = databases.rejections as TestDatabase;
-    harness = await Harness.start(db.url);
-  });
-  after(async () => {
-    await harness?.close();
-    await db?.drop();
-  });
+for (const backend of STORE_BACKENDS) {
+  const databases = { rejections: await createTestDatabase(backend), unconfigured: await createTestDatabase(backend) };
 
-  for (const { name, status, error, request } of CASES) {
-    test(`${name} -> ${status}`, async () => {
-      const delivery = request();
-      const response = await harness.post(delivery, delivery.path);
-      assert.equal(response.status, status, JSON.stringify(response.body));
-      assert.equal(response.body.error, error);
-      assert.equal(typeof response.body.message, 'string');
+  describe(`rejected deliveries write nothing and do not disturb the server (${backend})`, { skip: 'skip' in databases.rejections && databases.rejections.skip }, () => {
+    let db: TestDatabase;
+    let harness: Harness;
+    before(async () => {
+      db = databases.rejections as TestDatabase;
+      harness = await Harness.start(db.url);
     });
-  }
+    after(async () => {
+      await harness?.close();
+      await db?.drop();
+    });
 
-  test('wrong method -> 405 with Allow: POST', async () => {
-    const response = await fetch(`${harness.url}/webhooks/stripe`, { method: 'GET' });
-    assert.equal(response.status, 405);
-    assert.equal(response.headers.get('allow'), 'POST');
-    assert.equal((await fetch(`${harness.url}/webhooks/paypal`, { method: 'PUT' })).status, 404);
-  });
+    for (const { name, status, error, request } of CASES) {
+      test(`${name} -> ${status}`, async () => {
+        const delivery = request();
+        const response = await harness.post(delivery, delivery.path);
+        assert.equal(response.status, status, JSON.stringify(response.body));
+        assert.equal(response.body.error, error);
+        assert.equal(typeof response.body.message, 'string');
+      });
+    }
 
-  test('after all of the above: not a single row anywhere, and a valid delivery still works', async () => {
-    assert.deepEqual(await harness.allCounts(), { webhook_events: 0, payments: 0, orders: 0, enrollments: 0, outbox: 0 });
-    const response = await harness.post(validStripe());
-    assert.equal(response.status, 200);
-    await harness.waitUntilProcessed(1);
-  });
-});
+    test('wrong method -> 405 with Allow: POST', async () => {
+      const response = await fetch(`${harness.url}/webhooks/stripe`, { method: 'GET' });
+      assert.equal(response.status, 405);
+      assert.equal(response.headers.get('allow'), 'POST');
+      assert.equal((await fetch(`${harness.url}/webhooks/paypal`, { method: 'PUT' })).status, 404);
+    });
 
-describe('a provider without secrets fails closed', { skip: 'skip' in databases.unconfigured && databases.unconfigured.skip }, () => {
-  let db: TestDatabase;
-  let harness: Harness;
-  const logLines: Array<{ level: number; msg: string }> = [];
-  before(async () => {
-    db = databases.unconfigured as TestDatabase;
-    const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(JSON.parse(line)) });
-    harness = await Harness.start(db.url, { RAZORPAY_WEBHOOK_SECRET: '', PAYU_MERCHANT_KEY: '', PAYU_MERCHANT_SALT: '' }, { logger });
-  });
-  after(async () => {
-    await harness?.close();
-    await db?.drop();
-  });
-
-  test('the server says at start which providers are not configured', () => {
-    const warnings = logLines.filter((line) => line.level === 40).map((line) => line.msg);
-    assert.ok(warnings.some((msg) => /razorpay is not configured \(set RAZORPAY_WEBHOOK_SECRET\)/.test(msg)), warnings.join('\n'));
-    assert.ok(warnings.some((msg) => /payu is not configured/.test(msg)));
-    assert.ok(!warnings.some((msg) => /stripe is not configured/.test(msg)));
+    test('after all of the above: not a single row anywhere, and a valid delivery still works', async () => {
+      assert.deepEqual(await harness.allCounts(), { webhook_events: 0, payments: 0, orders: 0, enrollments: 0, outbox: 0 });
+      const response = await harness.post(validStripe());
+      assert.equal(response.status, 200);
+      await harness.waitUntilProcessed(1);
+    });
   });
 
-  test('unconfigured Razorpay and PayU answer 503 naming the variables; Stripe still works', async () => {
-    const razorpay = await harness.post(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_unconfigured'));
-    assert.equal(razorpay.status, 503);
-    assert.equal(razorpay.body.error, 'provider_not_configured');
-    assert.match(String(razorpay.body.message), /RAZORPAY_WEBHOOK_SECRET/);
-    const payu = await harness.post(payuDelivery(payuFields));
-    assert.equal(payu.status, 503);
-    assert.match(String(payu.body.message), /PAYU_MERCHANT_KEY and PAYU_MERCHANT_SALT/);
-    assert.equal(await harness.countRows('webhook_events'), 0);
-    assert.equal((await harness.post(validStripe())).status, 200);
+  describe(`a provider without secrets fails closed (${backend})`, { skip: 'skip' in databases.unconfigured && databases.unconfigured.skip }, () => {
+    let db: TestDatabase;
+    let harness: Harness;
+    const logLines: Array<{ level: number; msg: string }> = [];
+    before(async () => {
+      db = databases.unconfigured as TestDatabase;
+      const logger = pino({ level: 'info' }, { write: (line: string) => logLines.push(JSON.parse(line)) });
+      harness = await Harness.start(db.url, { RAZORPAY_WEBHOOK_SECRET: '', PAYU_MERCHANT_KEY: '', PAYU_MERCHANT_SALT: '' }, { logger });
+    });
+    after(async () => {
+      await harness?.close();
+      await db?.drop();
+    });
+
+    test('the server says at start which providers are not configured', () => {
+      const warnings = logLines.filter((line) => line.level === 40).map((line) => line.msg);
+      assert.ok(warnings.some((msg) => /razorpay is not configured \(set RAZORPAY_WEBHOOK_SECRET\)/.test(msg)), warnings.join('\n'));
+      assert.ok(warnings.some((msg) => /payu is not configured/.test(msg)));
+      assert.ok(!warnings.some((msg) => /stripe is not configured/.test(msg)));
+    });
+
+    test('unconfigured Razorpay and PayU answer 503 naming the variables; Stripe still works', async () => {
+      const razorpay = await harness.post(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_unconfigured'));
+      assert.equal(razorpay.status, 503);
+      assert.equal(razorpay.body.error, 'provider_not_configured');
+      assert.match(String(razorpay.body.message), /RAZORPAY_WEBHOOK_SECRET/);
+      const payu = await harness.post(payuDelivery(payuFields));
+      assert.equal(payu.status, 503);
+      assert.match(String(payu.body.message), /PAYU_MERCHANT_KEY and PAYU_MERCHANT_SALT/);
+      assert.equal(await harness.countRows('webhook_events'), 0);
+      assert.equal((await harness.post(validStripe())).status, 200);
+    });
   });
-});
+}
 
 describe('an unreachable database', () => {
-  test('answers 503 store_unavailable with Retry-After, fast, so the provider retries', async () => {
-    // Port 1 refuses connections: the insert cannot commit, so the delivery must not be acknowledged.
-    const harness = await Harness.start('mysql://root@127.0.0.1:1/wi_unreachable', { MIGRATE_ON_START: 'false' });
-    try {
-      const started = performance.now();
-      const response = await fetch(`${harness.url}/webhooks/stripe`, { method: 'POST', headers: validStripe().headers, body: validStripe().body });
-      assert.equal(response.status, 503);
-      assert.equal(response.headers.get('retry-after'), '5');
-      assert.equal(((await response.json()) as { error: string }).error, 'store_unavailable');
-      assert.ok(performance.now() - started < 5000, 'answered without hanging');
-    } finally {
-      await harness.close();
-    }
-  });
+  const unreachable = {
+    // Port 1 refuses connections.
+    mysql: 'mysql://root@127.0.0.1:1/wi_unreachable',
+    // A path below a regular file can never be opened.
+    sqlite: `sqlite:${import.meta.filename}/inbox.db`,
+  };
+  for (const backend of STORE_BACKENDS) {
+    test(`answers 503 store_unavailable with Retry-After, fast, so the provider retries (${backend})`, async () => {
+      // The insert cannot commit, so the delivery must not be acknowledged.
+      const harness = await Harness.start(unreachable[backend], { MIGRATE_ON_START: 'false' });
+      try {
+        const started = performance.now();
+        const response = await fetch(`${harness.url}/webhooks/stripe`, { method: 'POST', headers: validStripe().headers, body: validStripe().body });
+        assert.equal(response.status, 503);
+        assert.equal(response.headers.get('retry-after'), '5');
+        assert.equal(((await response.json()) as { error: string }).error, 'store_unavailable');
+        assert.ok(performance.now() - started < 5000, 'answered without hanging');
+      } finally {
+        await harness.close();
+      }
+    });
+  }
 });

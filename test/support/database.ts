@@ -1,36 +1,68 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
 
-/** The server the integration tests use; each test file gets a database of its own on it. */
-const SERVER_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+/** The MySQL server the integration tests use; each test file gets a database of its own on it. */
+const MYSQL_SERVER_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
+
+/** Every store adapter: the contract and HTTP-level suites run once per entry. */
+export const STORE_BACKENDS = ['mysql', 'sqlite'] as const;
+export type StoreBackendName = (typeof STORE_BACKENDS)[number];
 
 export interface TestDatabase {
+  backend: StoreBackendName;
   url: string;
   drop(): Promise<void>;
 }
 
+export type TestDatabaseOrSkip = TestDatabase | { skip: string };
+
 /**
- * Creates a uniquely named database for one test file. When the server is unreachable the file is
- * skipped locally, but fails when REQUIRE_SERVICES=1 (as in CI), so CI can never skip silently.
+ * Creates a uniquely named database for one test file: a MySQL database on the shared server, or a
+ * SQLite file in a fresh temporary directory. When MySQL is unreachable the file's MySQL tests are
+ * skipped locally, but fail when REQUIRE_SERVICES=1 (as in CI), so CI can never skip silently.
  */
-export async function createTestDatabase(): Promise<TestDatabase | { skip: string }> {
+export async function createTestDatabase(backend: StoreBackendName = 'mysql'): Promise<TestDatabaseOrSkip> {
+  return backend === 'mysql' ? createMysqlDatabase() : createSqliteDatabase();
+}
+
+/** One database per backend, keyed by backend name, for files that run their suite on every store. */
+export async function createTestDatabases(): Promise<Record<StoreBackendName, TestDatabaseOrSkip>> {
+  return { mysql: await createMysqlDatabase(), sqlite: await createSqliteDatabase() };
+}
+
+async function createMysqlDatabase(): Promise<TestDatabaseOrSkip> {
   const name = `wi_test_${process.pid}_${randomBytes(4).toString('hex')}`;
   let connection;
   try {
-    connection = await createConnection({ uri: SERVER_URL, connectTimeout: 3000 });
+    connection = await createConnection({ uri: MYSQL_SERVER_URL, connectTimeout: 3000 });
   } catch (error) {
-    const reason = `MariaDB not reachable at ${SERVER_URL}: ${(error as Error).message}`;
+    const reason = `MariaDB not reachable at ${MYSQL_SERVER_URL}: ${(error as Error).message}`;
     if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${reason} (REQUIRE_SERVICES=1)`);
     return { skip: reason };
   }
   await connection.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await connection.end();
   return {
-    url: `${SERVER_URL}/${name}`,
+    backend: 'mysql',
+    url: `${MYSQL_SERVER_URL}/${name}`,
     async drop() {
-      const c = await createConnection({ uri: SERVER_URL });
+      const c = await createConnection({ uri: MYSQL_SERVER_URL });
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
+    },
+  };
+}
+
+async function createSqliteDatabase(): Promise<TestDatabase> {
+  const directory = await mkdtemp(join(tmpdir(), 'wi-test-'));
+  return {
+    backend: 'sqlite',
+    url: `sqlite:${join(directory, 'inbox.db')}`,
+    async drop() {
+      await rm(directory, { recursive: true, force: true });
     },
   };
 }

@@ -6,14 +6,26 @@ import { waitFor } from './harness.js';
 import { TEST_SECRETS } from './signing.js';
 
 const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
+/** Generous: several processes starting at once on a busy machine each take many seconds. */
+const START_TIMEOUT_MS = 90_000;
 /** Only the end of a long-running process's output is kept, for failure messages. */
 const OUTPUT_KEPT = 256 * 1024;
 
 export type CliProcess = ChildProcess & { output: () => string };
 
+/**
+ * Every child still running, so a test that fails half-way (one process of several did not start)
+ * leaves none behind: its file would otherwise never exit. `killAll()` in `after` stops them; the
+ * exit hook is the last resort.
+ */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
 /** Runs `webhook-inbox <args>` as a child process with exactly `env` (plus PATH). */
-export function runCli(args: string[], env: Record<string, string>): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function runCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const keep = (chunk: Buffer) => {
     output += chunk.toString();
@@ -21,6 +33,8 @@ export function runCli(args: string[], env: Record<string, string>): CliProcess 
   };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
+  running.add(child);
+  child.on('exit', () => running.delete(child));
   return Object.assign(child, { output: () => output });
 }
 
@@ -46,9 +60,9 @@ export function inboxEnv(env: Record<string, string>): Record<string, string> {
 }
 
 /** Starts `webhook-inbox serve [flags]` on `env.PORT` or a free port; resolves with its base URL once it answers HTTP. */
-export async function serve(env: Record<string, string>, flags: string[] = []): Promise<{ child: CliProcess; url: string }> {
+export async function serve(env: Record<string, string>, flags: string[] = [], cwd?: string): Promise<{ child: CliProcess; url: string }> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }));
+  const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }), cwd);
   const url = `http://127.0.0.1:${port}`;
   await startedOrKilled(child, 'serve to answer HTTP', () =>
     fetch(url).then(
@@ -66,7 +80,7 @@ export async function worker(env: Record<string, string>): Promise<CliProcess> {
   return child;
 }
 
-/** Waits for `ready`; a child that exits or never gets there is killed, and the error carries its output. */
+/** Waits for `ready`; a child that exits or never gets there is killed (freeing its port), and the error carries its output. */
 async function startedOrKilled(child: CliProcess, what: string, ready: () => boolean | Promise<boolean>): Promise<void> {
   try {
     await waitFor(
@@ -75,21 +89,22 @@ async function startedOrKilled(child: CliProcess, what: string, ready: () => boo
         if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}`);
         return ready();
       },
-      30_000,
+      START_TIMEOUT_MS,
     );
   } catch (error) {
-    child.kill('SIGKILL');
+    await kill(child);
     throw new Error(`${(error as Error).message}:\n${child.output().slice(-4000)}`);
   }
 }
 
+/** SIGKILL, and wait until it is gone. */
+export async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGKILL');
+  await exitOf(child);
+}
+
 /** Stops every child still running (SIGKILL: tests clean up, they do not test shutdown here). */
-export async function killAll(children: ChildProcess[]): Promise<void> {
-  await Promise.all(
-    children.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGKILL');
-      await exitOf(child);
-    }),
-  );
+export async function killAll(): Promise<void> {
+  await Promise.all([...running].map(kill));
 }

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_DATABASE_URL, loadConfig } from '../../src/config.js';
+import { DEFAULT_DATABASE_URL, loadConfig, readEnvironment } from '../../src/config.js';
 import { ConfigError } from '../../src/errors.js';
+import { EMPTY_DIR, variablesRead } from '../support/environment.js';
 
 type Env = Record<string, string | undefined>;
 
 function configError(env: Env): ConfigError {
   try {
-    loadConfig(env);
+    loadConfig(readEnvironment(env, EMPTY_DIR).variables);
   } catch (error) {
     assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
     return error;
@@ -20,6 +21,7 @@ describe('loadConfig: defaults and valid values', () => {
     const config = loadConfig({});
     assert.equal(config.port, 3000);
     assert.equal(config.databaseUrl, DEFAULT_DATABASE_URL);
+    assert.equal(DEFAULT_DATABASE_URL, 'sqlite:./data/webhook-inbox.db', 'the embedded store needs no server');
     assert.equal(config.bodyLimitBytes, 1_048_576);
     assert.equal(config.migrateOnStart, true);
     assert.equal(config.logLevel, 'info');
@@ -33,6 +35,12 @@ describe('loadConfig: defaults and valid values', () => {
   test('REDIS_URL selects Redis Streams, on the default stream unless REDIS_STREAM names one', () => {
     assert.deepEqual(loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/2' }).redis, { url: 'redis://:pw@cache:6379/2', stream: 'webhook-inbox:events' });
     assert.deepEqual(loadConfig({ REDIS_URL: 'rediss://cache', REDIS_STREAM: 'shop:webhooks' }).redis, { url: 'rediss://cache', stream: 'shop:webhooks' });
+  });
+
+  test('DATABASE_URL accepts SQLite files (relative or absolute) and MySQL URLs', () => {
+    for (const url of ['sqlite:inbox.db', 'sqlite:./data/inbox.db', 'sqlite:/var/lib/webhook-inbox/inbox.db', 'sqlite:///var/lib/inbox.db', 'mysql://app:pw@db:3306/webhook_inbox']) {
+      assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
+    }
   });
 
   test('the Stripe tolerance defaults to 300 s', () => {
@@ -56,12 +64,19 @@ describe('loadConfig: defaults and valid values', () => {
 });
 
 describe('loadConfig: each invalid value is reported by variable name', () => {
+  const testedVariables = new Set<string>();
+
   for (const { env, variable } of [
     { env: { PORT: 'abc' }, variable: 'PORT' },
     { env: { PORT: '70000' }, variable: 'PORT' },
     { env: { DATABASE_URL: 'postgres://x/y' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'mysql://host:3306' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite://host/inbox.db' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite::memory:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./data/' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./inbox.db?mode=ro' }, variable: 'DATABASE_URL' },
     { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a', STRIPE_TOLERANCE_SECONDS: '0' }, variable: 'STRIPE_TOLERANCE_SECONDS' },
     { env: { PROCESSING_MODE: 'fast' }, variable: 'PROCESSING_MODE' },
     { env: { LEASE_SECONDS: '-1' }, variable: 'LEASE_SECONDS' },
@@ -78,9 +93,20 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { REDIS_URL: 'http://cache:6379' }, variable: 'REDIS_URL' },
     { env: { REDIS_URL: 'redis://' }, variable: 'REDIS_URL' },
     { env: { RECORD_TIMEOUT_MS: '0' }, variable: 'RECORD_TIMEOUT_MS' },
+    { env: { REDIS_STREAM: 'webhook inbox' }, variable: 'REDIS_STREAM' },
     // The bounds are compared only once both were read: no second, misleading problem.
     { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
+    { env: { RETRY_MAX_SECONDS: '1e9' }, variable: 'RETRY_MAX_SECONDS' },
+    { env: { DB_POOL_SIZE: '0' }, variable: 'DB_POOL_SIZE' },
+    { env: { WORKER_CONCURRENCY: '2.5' }, variable: 'WORKER_CONCURRENCY' },
+    { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
+    { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
+    { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
+    { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
+    { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
+    { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
   ]) {
+    testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
       const error = configError(env);
       assert.equal(error.problems.length, 1, error.message);
@@ -88,6 +114,11 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
       assert.ok(error.message.includes(variable), error.message);
     });
   }
+
+  test('every variable the configuration reads has a case above (HOST takes any value)', () => {
+    const untested = variablesRead().filter((name) => name !== 'HOST' && !testedVariables.has(name));
+    assert.deepEqual(untested, [], 'add an invalid value for each of these to the table above');
+  });
 
   test('several bad variables are all named in one error', () => {
     const bad = { PORT: 'abc', LOG_LEVEL: 'loud', PROCESSING_MODE: 'fast', MIGRATE_ON_START: 'maybe', DATABASE_URL: 'not a url' };

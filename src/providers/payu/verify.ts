@@ -5,6 +5,10 @@ import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
 
 export type PayuFields = Record<string, string>;
 
+/** The posted fields after `status` in the reverse hash, in hash order. */
+const HASHED_AFTER_STATUS = ['udf5', 'udf4', 'udf3', 'udf2', 'udf1', 'email', 'firstname', 'productinfo', 'amount', 'txnid'] as const;
+const HASHED_FIELDS = ['additionalCharges', 'status', ...HASHED_AFTER_STATUS] as const;
+
 /**
  * The reverse (response) hash, as PayU's SDKs build it:
  *   [additionalCharges|]SALT|status||||||udf5|udf4|udf3|udf2|udf1|email|firstname|productinfo|amount|txnid|key
@@ -14,14 +18,7 @@ export type PayuFields = Record<string, string>;
  */
 export function payuReverseHash(fields: PayuFields, salt: string, merchantKey: string): string {
   const field = (name: string): string => fields[name] ?? '';
-  const parts = [
-    salt,
-    field('status'),
-    '', '', '', '', '',
-    field('udf5'), field('udf4'), field('udf3'), field('udf2'), field('udf1'),
-    field('email'), field('firstname'), field('productinfo'), field('amount'), field('txnid'),
-    merchantKey,
-  ];
+  const parts = [salt, field('status'), '', '', '', '', '', ...HASHED_AFTER_STATUS.map(field), merchantKey];
   if ('additionalCharges' in fields) parts.unshift(field('additionalCharges'));
   return sha512Hex(parts.join('|'));
 }
@@ -70,6 +67,12 @@ export function createPayuVerifier(settings: PayuSettings): Verifier {
       // them to match so a callback for another merchant account is refused.
       if (fields.key !== settings.merchantKey) {
         throw new SignatureError('posted key does not match PAYU_MERCHANT_KEY');
+      }
+      // "|" joins the hashed fields: with one inside a value, the same hash also fits the posted
+      // values split differently (udf2="a|b", udf1="c" hashes like udf2="a", udf1="b|c").
+      const ambiguous = HASHED_FIELDS.find((name) => fields[name]?.includes('|'));
+      if (ambiguous !== undefined) {
+        throw new BadRequestError(`field "${ambiguous}" contains "|", which makes the hash ambiguous`, 'malformed_body');
       }
 
       const paymentId = identifier(fields.mihpayid, 'payment id (mihpayid)', 'missing_event_id');

@@ -46,6 +46,10 @@ export const mysqlBackend: StoreBackend = {
   name: 'mysql',
   columnTypes: COLUMN_TYPES,
 
+  validateUrl(url) {
+    return databaseName(url.toString()) === '' ? 'must name a database, e.g. mysql://user@host:3306/webhook_inbox' : null;
+  },
+
   connect(url, { poolSize }) {
     const pool = createPool({
       uri: url,

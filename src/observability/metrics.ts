@@ -1,0 +1,39 @@
+import {
+  BadRequestError,
+  ProcessingPendingError,
+  ProviderNotConfiguredError,
+  SignatureError,
+  StoreUnavailableError,
+  UnknownProviderError,
+  UnsupportedMediaTypeError,
+} from '../errors.js';
+
+/** How a delivery was answered, as the provider saw it. */
+export type DeliveryResult = 'accepted' | 'duplicate' | 'invalid_signature' | 'bad_request' | 'unavailable' | 'error';
+
+/** How one processing attempt ended: `retry_scheduled` will run again, `failed` needs an operator. */
+export type AttemptResult = 'processed' | 'retry_scheduled' | 'failed' | 'lease_lost';
+
+/**
+ * The metrics port: what the pipeline reports as it runs. The inbox and the processor call it; the
+ * Prometheus adapter (or an embedding service's own) decides how to count. Every call is on a hot
+ * path and must not do I/O.
+ */
+export interface InboxMetrics {
+  deliveryAnswered(provider: string, result: DeliveryResult, seconds: number): void;
+  /** A worker claimed an event whose previous lease had expired (its holder died or stalled). */
+  leaseTakenOver(provider: string): void;
+  attemptFinished(attempt: { provider: string; result: AttemptResult; attempt: number; seconds: number }): void;
+  /** An event's processing committed; `latencySeconds` runs from its receipt. */
+  eventProcessed(event: { provider: string; outcome: string; latencySeconds: number }): void;
+  /** The text a scraper reads at GET /metrics. */
+  exposition(): Promise<{ contentType: string; text: string }>;
+}
+
+/** Maps the error a delivery was refused with to its result; unexpected errors are `error`. */
+export function deliveryResult(error: unknown): DeliveryResult {
+  if (error instanceof SignatureError) return 'invalid_signature';
+  if (error instanceof BadRequestError || error instanceof UnsupportedMediaTypeError || error instanceof UnknownProviderError) return 'bad_request';
+  if (error instanceof StoreUnavailableError || error instanceof ProviderNotConfiguredError || error instanceof ProcessingPendingError) return 'unavailable';
+  return 'error';
+}

@@ -1,0 +1,20 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig, readEnvironment } from '../../src/config.js';
+
+/** A directory without a .env file, so the developer's own .env never leaks into a test. */
+export const EMPTY_DIR = mkdtempSync(path.join(tmpdir(), 'wi-env-'));
+
+/** Every variable name the configuration reads, observed by reading through a recording environment. */
+export function variablesRead(): string[] {
+  const names = new Set<string>();
+  const recording = new Proxy({} as Record<string, string | undefined>, {
+    get(_target, name) {
+      if (typeof name === 'string') names.add(name);
+      return undefined;
+    },
+  });
+  loadConfig(readEnvironment(recording, EMPTY_DIR).variables);
+  return [...names].sort();
+}
