@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createPool, type Pool } from 'mysql2/promise';
+import { waitFor } from '../test/support/harness.js';
 import { exitOf, freePort, kill, runCli, serve, worker, type CliProcess } from '../test/support/processes.js';
 import { PrivateMariadb, PrivateRedis, type Unavailable } from '../test/support/services.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
@@ -83,9 +84,11 @@ export class ChaosCluster {
   }
 
   async restartReceiver(i: number): Promise<void> {
-    const { child } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']));
+    const { child, url } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']));
     this.receivers[i] = child;
     this.started.push(child);
+    // As a load balancer would: traffic only once the receiver reports ready (its database answers).
+    await waitFor(`receiver ${i} ready`, () => fetch(`${url}/readyz`).then((r) => r.ok, () => false), 90_000);
   }
 
   async killWorker(i: number): Promise<void> {
