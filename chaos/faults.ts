@@ -61,11 +61,13 @@ export class FaultInjector {
 
   /**
    * Injects faults until `done()` (and every kind once), then waits for the drain measurements. The
-   * stall goes first: it needs payments still to come. The next fault waits for the backlog of the
-   * previous one, so that each recovery time is measured on its own.
+   * stall goes first (it needs payments still to come), then the server faults, then the kills (whose
+   * restarts take long on a busy machine). The next fault waits for the backlog of the previous one,
+   * so that each recovery time is measured on its own.
    */
   async run(done: () => boolean): Promise<void> {
-    const firstRound: FaultKind[] = ['worker-stall', ...this.random.shuffle(FAULT_KINDS.filter((kind) => kind !== 'worker-stall'))];
+    const servers = FAULT_KINDS.filter((kind) => kind !== 'worker-stall' && !isProcessKill(kind));
+    const firstRound: FaultKind[] = ['worker-stall', ...this.random.shuffle(servers), ...this.random.shuffle(FAULT_KINDS.filter(isProcessKill))];
     while (firstRound.length > 0 || !done()) {
       await sleep(this.random.between(...this.options.gapMs));
       if (firstRound.length === 0 && done()) break;

@@ -11,12 +11,12 @@ const SIMULATOR = {
   burstSize: 6,
 };
 
-/** Inside `npm test`: every fault kind once or twice, ~700 events, about a minute. */
+/** Inside `npm test`: every fault kind once, ~600 events over about a minute. */
 export const SHORT_RUN: ChaosOptions = {
   seed: 8,
-  payments: 280,
+  payments: 250,
   cluster: { ...CLUSTER, receivers: 2, workers: 2 },
-  simulator: { ...SIMULATOR, eventsPerSecond: 15 },
+  simulator: { ...SIMULATOR, eventsPerSecond: 10 },
   faults: { gapMs: [200, 600], maxWaitMs: 3000, downMs: [100, 300], killShare: 0.7 },
   outageGraceMs: 3000,
   drainTimeoutMs: 60_000,
