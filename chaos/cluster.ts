@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createPool, type Pool } from 'mysql2/promise';
 import { waitFor } from '../test/support/harness.js';
-import { exitOf, freePort, kill, runCli, serve, worker, type CliProcess } from '../test/support/processes.js';
+import { exitOf, runCli, type CliProcess } from '../test/support/cli.js';
+import { freePort, kill, serve, worker } from '../test/support/processes.js';
 import { PrivateMariadb, PrivateRedis, type Unavailable } from '../test/support/services.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
 

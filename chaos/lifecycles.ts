@@ -1,5 +1,8 @@
 import { PAYMENT_STATE_ORDER, type PaymentState } from '../src/domain/payment-event.js';
-import { payuDelivery, razorpayDelivery, razorpayPaymentEvent, stripeDelivery, stripePaymentEvent, type SignedDelivery } from '../test/support/signing.js';
+import { loadConfig } from '../src/config.js';
+import { simulateEvent } from '../src/ops/simulator/events.js';
+import { signEvent, type SignedDelivery } from '../src/ops/simulator/sign.js';
+import { TEST_SECRETS } from '../test/support/signing.js';
 import type { Random } from './random.js';
 
 export type Provider = 'stripe' | 'razorpay' | 'payu';
@@ -50,6 +53,16 @@ const RAZORPAY_STATES: Record<string, PaymentState> = {
 
 const PAYU_STATES: Record<string, PaymentState> = { pending: 'created', failure: 'failed', success: 'captured' };
 
+const STATES: Record<Provider, Record<string, PaymentState>> = { stripe: STRIPE_STATES, razorpay: RAZORPAY_STATES, payu: PAYU_STATES };
+
+/** The receivers' secrets (test/support/signing.ts), as the simulator reads them from a config. */
+const SIGNING_SETTINGS = loadConfig({
+  STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
+  RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+  PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+  PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+}).providers;
+
 /**
  * Lifecycles as the providers report them (a share failed, a share refunded), one payment and one
  * user each. The caller shuffles the events: the providers do not promise any order.
@@ -57,56 +70,36 @@ const PAYU_STATES: Record<string, PaymentState> = { pending: 'created', failure:
 export function simulatedPayment(random: Random, run: string, n: number): SimulatedPayment {
   const userId = `u_${run}_${n}`;
   const roll = random.next();
-  if (roll < 0.4) return stripePayment(random, `pi_${run}_${n}`, userId);
-  if (roll < 0.75) return razorpayPayment(random, `pay_${run}_${n}`, userId);
-  return payuPayment(random, `${run}${String(n).padStart(7, '0')}`, userId);
+  if (roll < 0.4) return payment('stripe', `pi_${run}_${n}`, userId, stripeTypes(random));
+  if (roll < 0.75) return payment('razorpay', `pay_${run}_${n}`, userId, random.chance(0.1) ? ['payment.failed'] : ['payment.authorized', 'payment.captured', ...(random.chance(0.25) ? ['refund.processed'] : [])]);
+  const payu = random.next();
+  return payment('payu', `${run}${String(n).padStart(7, '0')}`, userId, payu < 0.5 ? ['pending', 'success'] : payu < 0.8 ? ['success'] : ['pending', 'failure']);
 }
 
-function stripePayment(random: Random, paymentId: string, userId: string): SimulatedPayment {
+function stripeTypes(random: Random): string[] {
   const roll = random.next();
-  const types = roll < 0.1
-    ? ['payment_intent.created', 'payment_intent.payment_failed']
-    : [
-        'payment_intent.created',
-        ...(roll < 0.3 ? ['payment_intent.amount_capturable_updated'] : []),
-        'payment_intent.succeeded',
-        'charge.succeeded',
-        ...(random.chance(0.25) ? ['charge.refunded'] : []),
-      ];
-  const events = types.map((type): SimulatedEvent => {
-    const eventId = `evt_${paymentId}_${type}`;
-    const event = stripePaymentEvent(eventId, type, paymentId, { userId, courseId: COURSE_ID });
-    return { provider: 'stripe', eventId, type, paymentId, state: STRIPE_STATES[type]!, sign: () => stripeDelivery(event) };
-  });
-  return { provider: 'stripe', paymentId, userId, courseId: COURSE_ID, events };
+  if (roll < 0.1) return ['payment_intent.created', 'payment_intent.payment_failed'];
+  return [
+    'payment_intent.created',
+    ...(roll < 0.3 ? ['payment_intent.amount_capturable_updated'] : []),
+    'payment_intent.succeeded',
+    'charge.succeeded',
+    ...(random.chance(0.25) ? ['charge.refunded'] : []),
+  ];
 }
 
-function razorpayPayment(random: Random, paymentId: string, userId: string): SimulatedPayment {
-  const types = random.chance(0.1) ? ['payment.failed'] : ['payment.authorized', 'payment.captured', ...(random.chance(0.25) ? ['refund.processed'] : [])];
+/** The provider's events for one payment, built and signed by the project's simulator (src/ops). */
+function payment(provider: Provider, paymentId: string, userId: string, types: string[]): SimulatedPayment {
   const events = types.map((type): SimulatedEvent => {
-    const eventId = `evt_${paymentId}_${type}`;
-    const body = JSON.stringify(razorpayPaymentEvent(type, paymentId, { userId, courseId: COURSE_ID }));
-    return { provider: 'razorpay', eventId, type, paymentId, state: RAZORPAY_STATES[type]!, sign: () => razorpayDelivery(body, eventId) };
+    const event = simulateEvent(provider, type, { paymentId, userId, courseId: COURSE_ID });
+    return {
+      provider,
+      eventId: event.eventId,
+      type,
+      paymentId,
+      state: STATES[provider][type]!,
+      sign: () => signEvent(event, SIGNING_SETTINGS, { now: new Date() }),
+    };
   });
-  return { provider: 'razorpay', paymentId, userId, courseId: COURSE_ID, events };
-}
-
-function payuPayment(random: Random, mihpayid: string, userId: string): SimulatedPayment {
-  const roll = random.next();
-  const statuses = roll < 0.5 ? ['pending', 'success'] : roll < 0.8 ? ['success'] : ['pending', 'failure'];
-  const events = statuses.map((status): SimulatedEvent => {
-    const delivery = payuDelivery({
-      txnid: `txn_${mihpayid}`,
-      mihpayid,
-      status,
-      amount: '1499.00',
-      productinfo: 'course',
-      firstname: 'Asha',
-      email: 'asha@example.com',
-      udf1: userId,
-      udf2: COURSE_ID,
-    });
-    return { provider: 'payu', eventId: `${mihpayid}:${status}`, type: `payment.${status}`, paymentId: mihpayid, state: PAYU_STATES[status]!, sign: () => delivery };
-  });
-  return { provider: 'payu', paymentId: mihpayid, userId, courseId: COURSE_ID, events };
+  return { provider, paymentId, userId, courseId: COURSE_ID, events };
 }

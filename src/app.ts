@@ -11,10 +11,14 @@ import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
+import { scheduleOperations } from './ops/schedule.js';
 import { createLogger } from './observability/logger.js';
 import type { InboxMetrics } from './observability/metrics.js';
 import { PrometheusMetrics } from './observability/prometheus.js';
 import { Readiness, storeChecks, type ReadinessCheck } from './observability/readiness.js';
+import { createOutboxDispatcher } from './outbox/open-outbox.js';
+import { OutboxStore } from './outbox/outbox-store.js';
+import type { OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -34,6 +38,8 @@ export interface InboxOptions {
   metrics?: InboxMetrics;
   /** Checks GET /readyz runs besides the store's (a queue, say); `inbox.readiness.add` works too. */
   readinessChecks?: ReadinessCheck[];
+  /** Outbox transports by kind, added to (or replacing) the course platform's receipt and fulfilment. */
+  transports?: OutboxTransports;
 }
 
 /** The composition root: every dependency is chosen here, once. */
@@ -41,7 +47,8 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
   const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, clock });
-  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), clock, logger });
+  const outbox = new OutboxStore(store.db, clock);
+  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
@@ -70,7 +77,9 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger, processing.sweepIntervalMs);
   const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
-  return new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
+  const inbox = new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
+  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports }));
+  return inbox;
 }
 
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */
@@ -103,6 +112,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   }
   const app = await createServer(config, inbox);
   if (options.workers !== false) inbox.start();
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
+  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
+  app.addHook('onClose', () => operations.stop());
   return { app, inbox };
 }
 

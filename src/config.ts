@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import addressparser from 'nodemailer/lib/addressparser';
+import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
+import { parseDuration } from './ops/duration.js';
 import { databaseUrlProblem } from './store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
@@ -47,6 +50,31 @@ export interface RedisSettings {
   stream: string;
 }
 
+/** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
+export interface OperationsSettings {
+  alertWebhookUrl: string | null;
+  stuckCheck: { cron: string | null; olderThanMs: number };
+  archive: { cron: string | null; dir: string | null; olderThanMs: number };
+}
+
+export interface SmtpSettings {
+  /** smtp:// or smtps:// with credentials; never logged. */
+  url: string;
+  from: string;
+  timeoutMs: number;
+}
+
+export interface FulfilmentSettings {
+  url: string;
+  timeoutMs: number;
+}
+
+/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+export interface OutboxSettings {
+  smtp: SmtpSettings | null;
+  fulfilment: FulfilmentSettings | null;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -59,6 +87,8 @@ export interface Config {
   providers: ProviderSettings;
   processing: ProcessingSettings;
   redis: RedisSettings | null;
+  operations: OperationsSettings;
+  outbox: OutboxSettings;
 }
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
@@ -151,6 +181,8 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
       recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },
     redis: readRedis(read),
+    operations: readOperations(read),
+    outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -169,9 +201,34 @@ function readPayu(read: EnvReader): PayuSettings | null {
 }
 
 function readRedis(read: EnvReader): RedisSettings | null {
-  const url = read.redisUrl('REDIS_URL');
+  const url = read.url('REDIS_URL', ['redis:', 'rediss:'], 'redis://[:password@]127.0.0.1:6379[/db]');
   const stream = read.streamKey('REDIS_STREAM', 'webhook-inbox:events');
   return url ? { url, stream } : null;
+}
+
+function readOperations(read: EnvReader): OperationsSettings {
+  const archiveCron = read.cron('ARCHIVE_CRON', null);
+  const archiveDir = read.string('ARCHIVE_DIR', '') || null;
+  if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
+  return {
+    alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
+    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+  };
+}
+
+function readOutbox(read: EnvReader): OutboxSettings {
+  const smtpUrl = read.url('SMTP_URL', ['smtp:', 'smtps:'], 'smtp://user:password@host:587 or smtps://user:password@host:465');
+  const from = read.mailAddress('MAIL_FROM');
+  const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
+  const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
+  const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
+  if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
+  return {
+    smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
+    fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
+  };
 }
 
 class EnvReader {
@@ -258,6 +315,30 @@ class EnvReader {
     return secrets;
   }
 
+  duration(name: string, fallback: string): number {
+    const raw = this.raw(name) ?? fallback;
+    try {
+      return parseDuration(raw);
+    } catch (error) {
+      this.problem(`${name}: ${(error as Error).message}`);
+      return parseDuration(fallback);
+    }
+  }
+
+  /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
+  cron(name: string, fallback: string | null): string | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (raw.toLowerCase() === 'off') return null;
+    try {
+      new Cron(raw, { paused: true }).stop();
+      return raw;
+    } catch (error) {
+      this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
+      return fallback;
+    }
+  }
+
   /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
   streamKey(name: string, fallback: string): string {
     const raw = this.raw(name);
@@ -267,23 +348,32 @@ class EnvReader {
     return fallback;
   }
 
-  /** Never echoes the value: a Redis URL may carry a password. */
-  redisUrl(name: string): string | undefined {
+  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
+  url(name: string, schemes: string[], example: string): string | undefined {
     const raw = this.raw(name);
     if (raw === undefined) return undefined;
     let url: URL;
     try {
       url = new URL(raw);
     } catch {
-      this.problem(`${name} is not a valid URL (expected redis://[:password@]host:6379[/db])`);
+      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
       return undefined;
     }
-    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-      this.problem(`${name} must start with redis:// or rediss:// (got "${url.protocol}//...")`);
+    if (!schemes.includes(url.protocol) || url.hostname === '') {
+      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
       return undefined;
     }
-    if (url.hostname === '') {
-      this.problem(`${name} must name a host, e.g. redis://127.0.0.1:6379`);
+    return raw;
+  }
+
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  mailAddress(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const addresses = addressparser(raw, { flatten: true });
+    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
+      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
       return undefined;
     }
     return raw;

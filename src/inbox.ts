@@ -20,12 +20,21 @@ export interface ReceiveResult {
 
 const INLINE_POLL_MS = 25;
 
+/** Background work that runs wherever the workers run (the outbox dispatcher). */
+export interface BackgroundComponent {
+  start(): void;
+  /** Resolves once in-flight work finished or `timeoutMs` passed. */
+  stop(timeoutMs: number): Promise<unknown>;
+}
+
 /**
  * The pipeline: verify -> record -> acknowledge, then process in the background (default) or before
  * answering (inline). Verification is separate from receiving, so an already verified or stored
  * event can be received without pretending it was just delivered.
  */
 export class Inbox {
+  private readonly components: BackgroundComponent[] = [];
+
   constructor(
     readonly store: InboxStore,
     readonly providers: ProviderRegistry,
@@ -99,18 +108,24 @@ export class Inbox {
     throw new ProcessingPendingError('event is still being processed; retry later');
   }
 
+  /** Runs `component` beside the workers: started by start(), stopped by stop() before the store closes. */
+  attach(component: BackgroundComponent): void {
+    this.components.push(component);
+  }
+
   /**
-   * Starts this process's workers: queue consumption and the sweeper (which also retries failed
-   * events in inline mode). A receive-only process does not call it.
+   * Starts this process's workers: queue consumption, the sweeper (which also retries failed events
+   * in inline mode) and the attached components. A receive-only process does not call it.
    */
   start(): void {
     this.workers.start();
+    for (const component of this.components) component.start();
     this.logger.info({ transport: this.queue.transport }, 'workers started');
   }
 
   /** Stops taking work, finishes or gives back in-flight events (bounded), then closes connections. */
   async stop(timeoutMs: number): Promise<void> {
-    await this.workers.stop(timeoutMs);
+    await Promise.all([this.workers.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
     await this.queue.close();
     await this.store.close();
   }

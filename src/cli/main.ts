@@ -1,17 +1,27 @@
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
 import { formatConfig, maskedConfig } from '../config-display.js';
-import { loadConfig, readEnvironment, type Config } from '../config.js';
-import { ConfigError, StoreUnavailableError } from '../errors.js';
+import { StoreUnavailableError } from '../errors.js';
+import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';
+import { registerArchiveCommands } from './commands/archive.js';
+import { registerDemoCommand } from './commands/demo.js';
+import { registerEventsCommands } from './commands/events.js';
+import { registerOutboxCommand } from './commands/outbox.js';
+import { registerReplayCommand } from './commands/replay.js';
+import { registerSendCommand } from './commands/send.js';
+import { registerStuckCommand } from './commands/stuck.js';
+import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
   .name('webhook-inbox')
   .description('Receive, verify, record and process payment webhooks exactly once')
-  .showHelpAfterError();
+  .showHelpAfterError()
+  // Bad usage exits 2, so scripts can tell it from "the check found something" (1).
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE));
 
 program
   .command('serve')
@@ -83,22 +93,18 @@ program
     else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
   });
 
-function configOrExit(): { config: Config; file: string | null } {
-  try {
-    const { variables, file } = readEnvironment();
-    return { config: loadConfig(variables), file };
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(2);
-    }
-    throw error;
-  }
-}
+registerEventsCommands(program);
+registerReplayCommand(program);
+registerStuckCommand(program);
+registerArchiveCommands(program);
+registerSendCommand(program);
+registerDemoCommand(program);
+registerOutboxCommand(program, () => configOrExit().config);
 
 program.parseAsync().catch((error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);
   const hint = error instanceof StoreUnavailableError ? ' (check DATABASE_URL and that the server is running)' : '';
   console.error(`webhook-inbox: ${message}${hint}`);
-  process.exit(1);
+  const usage = error instanceof CommanderError || (error instanceof OperationError && error.code === 'bad_argument');
+  process.exit(usage ? EXIT_USAGE : EXIT_FAILED);
 });

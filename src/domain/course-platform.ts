@@ -1,15 +1,70 @@
 import type { PaymentContext, PaymentHandlers } from './handlers.js';
+import type { PaymentRow } from './payments.js';
 
-/**
- * The reference business: a course platform. A captured payment creates one order, one enrollment
- * per (user, course) and one receipt in the outbox; a full refund revokes what the payment granted.
- * Unique keys make every write idempotent on its own.
- */
+/** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */
+export const COURSE_EFFECTS = {
+  receipt: 'receipt_email',
+  fulfilment: 'fulfilment',
+  cancellation: 'fulfilment_cancellation',
+} as const;
+
+/** Idempotency keys derive from the payment, never from the event or the attempt. */
 export function receiptKey(provider: string, paymentId: string): string {
   return `receipt:${provider}:${paymentId}`;
 }
 
-async function grantCourse({ tx, payment, now }: PaymentContext): Promise<void> {
+export function fulfilmentKey(provider: string, paymentId: string): string {
+  return `fulfilment:${provider}:${paymentId}`;
+}
+
+export function cancellationKey(provider: string, paymentId: string): string {
+  return `fulfilment-cancel:${provider}:${paymentId}`;
+}
+
+/** What every course-platform outbox row carries: the payment as it stood when the effect was written. */
+export interface PaymentEffect {
+  provider: string;
+  paymentId: string;
+  userId: string | null;
+  courseId: string | null;
+  /** In the currency's smallest unit. */
+  amount: number | null;
+  currency: string | null;
+  email: string | null;
+}
+
+/** Writes an outbox row unless its key exists: a second delivery or event of the payment adds nothing. */
+async function addEffect({ tx, payment, now }: PaymentContext, kind: string, idempotencyKey: string, dependsOnKey: string | null = null): Promise<void> {
+  await tx
+    .insertInto('outbox')
+    .orIgnore()
+    .values({
+      idempotency_key: idempotencyKey,
+      kind,
+      payload: JSON.stringify(paymentEffect(payment)),
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      created_at: now,
+      depends_on_key: dependsOnKey,
+    })
+    .execute();
+}
+
+function paymentEffect(payment: PaymentRow): PaymentEffect {
+  return {
+    provider: payment.provider,
+    paymentId: payment.payment_id,
+    userId: payment.user_id,
+    courseId: payment.course_id,
+    amount: payment.amount === null ? null : Number(payment.amount),
+    currency: payment.currency,
+    email: payment.email,
+  };
+}
+
+async function grantCourse(context: PaymentContext): Promise<void> {
+  const { tx, payment, now } = context;
   await tx
     .insertInto('orders')
     .orIgnore()
@@ -52,30 +107,12 @@ async function grantCourse({ tx, payment, now }: PaymentContext): Promise<void> 
     }
   }
 
-  await tx
-    .insertInto('outbox')
-    .orIgnore()
-    .values({
-      idempotency_key: receiptKey(payment.provider, payment.payment_id),
-      kind: 'receipt_email',
-      payload: JSON.stringify({
-        provider: payment.provider,
-        paymentId: payment.payment_id,
-        userId: payment.user_id,
-        courseId: payment.course_id,
-        amount: payment.amount,
-        currency: payment.currency,
-        email: payment.email,
-      }),
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      created_at: now,
-    })
-    .execute();
+  await addEffect(context, COURSE_EFFECTS.receipt, receiptKey(payment.provider, payment.payment_id));
+  await addEffect(context, COURSE_EFFECTS.fulfilment, fulfilmentKey(payment.provider, payment.payment_id));
 }
 
-async function revokeCourse({ tx, payment, now }: PaymentContext): Promise<void> {
+async function revokeCourse(context: PaymentContext): Promise<void> {
+  const { tx, payment, now } = context;
   await tx
     .updateTable('orders')
     .set({ status: 'refunded', updated_at: now })
@@ -90,8 +127,20 @@ async function revokeCourse({ tx, payment, now }: PaymentContext): Promise<void>
     .where('payment_id', '=', payment.payment_id)
     .where('status', '=', 'active')
     .execute();
+
+  // Only a fulfilment that was requested is cancelled (a refund seen before any capture has none),
+  // and never before it: the cancellation waits until the fulfilment row is final. No second receipt.
+  const fulfilment = fulfilmentKey(payment.provider, payment.payment_id);
+  const requested = await tx.selectFrom('outbox').select('id').where('idempotency_key', '=', fulfilment).executeTakeFirst();
+  if (requested) await addEffect(context, COURSE_EFFECTS.cancellation, cancellationKey(payment.provider, payment.payment_id), fulfilment);
 }
 
+/**
+ * The reference business: a course platform. A captured payment creates one order, one enrollment
+ * per (user, course), one receipt and one fulfilment request in the outbox; a full refund revokes
+ * what the payment granted and, when a fulfilment was requested, asks for its cancellation.
+ * Unique keys make every write idempotent on its own.
+ */
 export const coursePlatform: PaymentHandlers = {
   captured: [grantCourse],
   refunded: [revokeCourse],

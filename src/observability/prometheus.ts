@@ -3,6 +3,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Clock } from '../clock.js';
 import { staleState } from '../domain/handlers.js';
 import { isProviderName, PROVIDER_NAMES } from '../providers/provider.js';
+import type { OutboxStatus } from '../store/schema.js';
 import type { PipelineStats } from '../store/store.js';
 import type { AttemptResult, DeliveryResult, InboxMetrics } from './metrics.js';
 
@@ -31,6 +32,8 @@ function processMetrics(): Registry {
 export interface PrometheusMetricsOptions {
   /** Counts read from the store when scraped, at most once per STATS_MAX_AGE_MS. */
   stats: () => Promise<PipelineStats>;
+  /** Outbox rows per status, read when scraped and cached like `stats`. */
+  outboxStats?: () => Promise<Record<OutboxStatus, number>>;
   clock: Clock;
   logger: Logger;
 }
@@ -72,7 +75,7 @@ export class PrometheusMetrics implements InboxMetrics {
       registers,
     });
 
-    const cached = new CachedStats(options);
+    const cached = new CachedStats(options.stats, options);
     const gauge = (name: string, help: string, read: (stats: PipelineStats) => number) =>
       new Gauge({
         name,
@@ -88,6 +91,19 @@ export class PrometheusMetrics implements InboxMetrics {
     gauge('webhook_inbox_oldest_pending_event_age_seconds', 'Age of the oldest event not processed yet (given-up events excluded)', (s) => ageSeconds(s.oldestPendingAt));
     gauge('webhook_inbox_events_stuck', 'Events in processing whose lease expired, waiting for a takeover', (s) => s.stuck);
     gauge('webhook_inbox_events_failed', 'Failed events with no automatic retry left', (s) => s.failed);
+    if (options.outboxStats) {
+      const outbox = new CachedStats(options.outboxStats, options);
+      new Gauge({
+        name: 'webhook_inbox_outbox_messages',
+        help: 'Outbox rows (receipts, fulfilment requests) by status; failed: no automatic retry left, skipped: no transport configured',
+        labelNames: ['status'],
+        registers,
+        async collect() {
+          const counts = await outbox.get();
+          if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
+        },
+      });
+    }
 
     // Every series exists from the start at 0, so rate() and alerts see the first increment.
     for (const provider of PROVIDER_NAMES) {
@@ -132,18 +148,20 @@ export class PrometheusMetrics implements InboxMetrics {
  * several scrapers (or a fast one) cost the database little. A failed read keeps the last values and
  * is not retried before the same delay.
  */
-class CachedStats {
-  private value: PipelineStats | null = null;
+class CachedStats<T> {
+  private value: T | null = null;
   private readAt = Number.NEGATIVE_INFINITY;
-  private reading: Promise<PipelineStats | null> | null = null;
+  private reading: Promise<T | null> | null = null;
 
-  constructor(private readonly options: PrometheusMetricsOptions) {}
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly options: Pick<PrometheusMetricsOptions, 'clock' | 'logger'>,
+  ) {}
 
-  get(): Promise<PipelineStats | null> {
+  get(): Promise<T | null> {
     if (this.reading) return this.reading;
     if (this.options.clock.now().getTime() - this.readAt < STATS_MAX_AGE_MS) return Promise.resolve(this.value);
-    this.reading = this.options
-      .stats()
+    this.reading = this.read()
       .then(
         (stats) => (this.value = stats),
         (error: unknown) => {

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { EventApplier } from '../domain/handlers.js';
-import { LeaseLostError, PermanentError, RetryLaterError } from '../errors.js';
+import { LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
-import { retryDelayMs, type RetryPolicy } from './retry-policy.js';
+import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 /**
  * `handOff`: an event of the same payment that became due while this one held the payment (its claim
@@ -124,10 +124,7 @@ export class Processor {
   }
 
   private retryAt(error: unknown, attempts: number): Date | null {
-    const { retry, clock } = this.options;
-    if (error instanceof PermanentError || attempts >= retry.maxAttempts) return null;
-    const delay = error instanceof RetryLaterError && error.retryAfterMs !== undefined ? error.retryAfterMs : retryDelayMs(attempts, retry);
-    return new Date(clock.now().getTime() + delay);
+    return retryAt(error, attempts, this.options.retry, this.options.clock.now());
   }
 
   private async recordFailure(lease: Lease, error: string, retryAt: Date | null, log: Logger): Promise<AttemptOutcome> {

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { Migrator, sql, type ExpressionOrFactory, type Kysely, type Selectable, type SqlBool } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
+import { newLease } from './lease.js';
 import { inboxMigrations } from './migrations.js';
 import { ensurePaymentLeaseRow, releasePaymentLease, takePaymentLease, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -45,6 +45,9 @@ export class KyselyInboxStore implements InboxStore {
       provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
       migrationTableName: 'schema_migrations',
       migrationLockTableName: 'schema_migrations_lock',
+      // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
+      // that already ran a later one must still take an earlier one that arrives afterwards.
+      allowUnorderedMigrations: true,
     });
   }
 
@@ -55,21 +58,31 @@ export class KyselyInboxStore implements InboxStore {
   async record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
     return this.guard(async () => {
       const now = toDbTime(this.clock.now());
+      const row = {
+        provider: event.provider,
+        event_id: event.eventId,
+        event_type: event.eventType,
+        payload: event.payload,
+        headers: JSON.stringify(event.headers),
+        status: 'received',
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+        payment_id: paymentId,
+      } as const;
+      // One statement: inserted only when neither the event nor its archived key exists. The archive
+      // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
       const inserted = await this.db
         .insertInto('webhook_events')
         .orIgnore()
-        .values({
-          provider: event.provider,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          payload: event.payload,
-          headers: JSON.stringify(event.headers),
-          status: 'received',
-          attempts: 0,
-          next_attempt_at: now,
-          created_at: now,
-          payment_id: paymentId,
-        })
+        .columns(Object.keys(row) as Array<keyof typeof row>)
+        .expression(
+          this.db
+            .selectNoFrom(Object.entries(row).map(([column, value]) => sql.val(value).as(column)))
+            .where(({ not, exists, selectFrom }) =>
+              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', event.provider).where('event_id', '=', event.eventId))),
+            ),
+        )
         .executeTakeFirst();
       if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
         return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
@@ -79,8 +92,15 @@ export class KyselyInboxStore implements InboxStore {
         .select(['id', 'status'])
         .where('provider', '=', event.provider)
         .where('event_id', '=', event.eventId)
+        .executeTakeFirst();
+      if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      const archived = await this.db
+        .selectFrom('archived_event_keys')
+        .select('event_row_id')
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
         .executeTakeFirstOrThrow();
-      return { outcome: 'duplicate', id: existing.id, status: existing.status };
+      return { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' };
     });
   }
 
@@ -93,24 +113,16 @@ export class KyselyInboxStore implements InboxStore {
       const payment = target.payment_id === null ? null : { provider: target.provider, paymentId: target.payment_id };
       if (payment) await ensurePaymentLeaseRow(this.db, payment);
 
-      const expiresAt = new Date(now.getTime() + leaseMs);
-      const token = randomUUID();
+      const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
       const dueAt = toDbTime(now);
       // One transaction, payment lease first (the lock order every writer keeps): both leases or neither.
       const claimed = await this.withConflictRetries(() =>
         commitUnlessNull(this.db, async (tx) => {
-          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: toDbTime(expiresAt) }, dueAt))) return null;
+          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: columns.lease_expires_at }, dueAt))) return null;
           const takeLease = async (due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
             const updated = await tx
               .updateTable('webhook_events')
-              .set((eb) => ({
-                status: 'processing',
-                attempts: eb('attempts', '+', 1),
-                lease_owner: owner,
-                lease_token: token,
-                lease_expires_at: toDbTime(expiresAt),
-                next_attempt_at: toDbTime(expiresAt),
-              }))
+              .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), ...columns }))
               .where('id', '=', id)
               .where(due)
               .executeTakeFirst();
@@ -128,7 +140,6 @@ export class KyselyInboxStore implements InboxStore {
       );
       if (!claimed) return null;
       const { row, takeover } = claimed;
-      if (!row) return null;
       const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts, payment };
       return {
         lease,
@@ -308,7 +319,7 @@ async function commitUnlessNull<T>(db: Kysely<InboxDatabase>, work: (tx: Busines
   }
 }
 
-function toEventState(row: Selectable<WebhookEventsTable>): EventState {
+export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
   return {
     id: row.id,
     provider: row.provider,

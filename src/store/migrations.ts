@@ -119,5 +119,45 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .execute();
       },
     },
+    '0004_operations': {
+      async up(db) {
+        await table(db.schema, 'event_replays')
+          .addColumn('event_row_id', types.bigint, (c) => c.notNull())
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('event_id', types.key, (c) => c.notNull())
+          .addColumn('actor', types.key, (c) => c.notNull())
+          .addColumn('reason', types.longText, (c) => c.notNull())
+          .addColumn('previous_status', types.shortText, (c) => c.notNull())
+          .addColumn('previous_attempts', 'integer', (c) => c.notNull())
+          .addColumn('previous_error', types.longText)
+          .addColumn('result', types.longText)
+          .addColumn('requested_at', types.timestamp, (c) => c.notNull())
+          .addColumn('finished_at', types.timestamp)
+          .execute();
+        await db.schema.createIndex('ix_event_replays_event').on('event_replays').column('event_row_id').execute();
+        await table(db.schema, 'archived_event_keys')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('event_id', types.key, (c) => c.notNull())
+          .addColumn('event_row_id', types.bigint, (c) => c.notNull())
+          .addColumn('event_created_at', types.timestamp, (c) => c.notNull())
+          .addColumn('archive_file', types.key, (c) => c.notNull())
+          .addColumn('archived_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_archived_event_keys_provider_event', ['provider', 'event_id'])
+          .execute();
+      },
+    },
+    '0005_outbox_dispatch': {
+      async up(db) {
+        // One column per statement: SQLite's ALTER TABLE adds a single column at a time.
+        const columns: Array<[string, RawBuilder<unknown>]> = [
+          ['lease_owner', types.key],
+          ['lease_token', types.shortText],
+          ['lease_expires_at', types.timestamp],
+          ['depends_on_key', types.key],
+          ['outcome', types.longText],
+        ];
+        for (const [name, type] of columns) await db.schema.alterTable('outbox').addColumn(name, type).execute();
+      },
+    },
   };
 }

@@ -90,18 +90,65 @@ export interface EnrollmentsTable {
   updated_at: DbTime;
 }
 
+/**
+ * `pending` waits for its first attempt or a retry; `sending` is leased by a dispatcher; `sent`,
+ * `skipped` (no transport configured) and `failed` (permanent error or attempts used up) are final
+ * until an operator retries the row.
+ */
+export type OutboxStatus = 'pending' | 'sending' | 'sent' | 'failed' | 'skipped';
+
 export interface OutboxTable {
   id: Generated<number>;
   /** Stable per business effect (e.g. one receipt per payment), never per delivery or attempt. */
   idempotency_key: string;
   kind: string;
   payload: string;
-  status: 'pending' | 'sent' | 'failed' | 'skipped';
+  status: OutboxStatus;
   attempts: number;
+  /** Due time while pending, lease expiry while sending (so a takeover is found by the same query). */
   next_attempt_at: DbTime | null;
   last_error: string | null;
   created_at: DbTime;
   sent_at: DbTime | null;
+  lease_owner: Generated<string | null>;
+  lease_token: Generated<string | null>;
+  lease_expires_at: Generated<DbTime | null>;
+  /** Another row's key that must be final first (a cancellation waits for what it cancels). */
+  depends_on_key: Generated<string | null>;
+  /** What the downstream answered when the row was finished (or why it was skipped). */
+  outcome: Generated<string | null>;
+}
+
+/** One operator replay of one event: who asked, when, why, what the event was before, what happened. */
+export interface EventReplaysTable {
+  id: Generated<number>;
+  event_row_id: number;
+  provider: string;
+  event_id: string;
+  actor: string;
+  reason: string;
+  previous_status: EventStatus;
+  previous_attempts: number;
+  previous_error: string | null;
+  /** NULL while the replay runs (or if it was interrupted). */
+  result: string | null;
+  requested_at: DbTime;
+  finished_at: DbTime | null;
+}
+
+/**
+ * What stays behind when an event is archived: its key, so a redelivery is still a duplicate, and
+ * where the archived copy is.
+ */
+export interface ArchivedEventKeysTable {
+  id: Generated<number>;
+  provider: string;
+  event_id: string;
+  /** webhook_events.id the event had; duplicates of it answer with this id. */
+  event_row_id: number;
+  event_created_at: DbTime;
+  archive_file: string;
+  archived_at: DbTime;
 }
 
 export interface InboxDatabase {
@@ -111,6 +158,8 @@ export interface InboxDatabase {
   enrollments: EnrollmentsTable;
   outbox: OutboxTable;
   payment_leases: PaymentLeasesTable;
+  event_replays: EventReplaysTable;
+  archived_event_keys: ArchivedEventKeysTable;
 }
 
 export function toDbTime(date: Date): DbTime {

@@ -5,7 +5,8 @@ import { createConnection } from 'mysql2/promise';
 import { createInbox } from '../../src/app.js';
 import { testConfig } from '../support/harness.js';
 import { capturedPayments, deliver, outcomeCounts, waitUntilAllProcessed, type Answer, type PaymentEvent } from '../support/load.js';
-import { killAll, serve, worker, type CliProcess } from '../support/processes.js';
+import type { CliProcess } from '../support/cli.js';
+import { killAll, serve, worker } from '../support/processes.js';
 import { createTestStream, PrivateMariadb, type TestStream } from '../support/services.js';
 
 /** Bounded 503s are the point: a frozen database must not hold a delivery longer than this (+ slack). */

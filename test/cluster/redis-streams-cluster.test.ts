@@ -3,8 +3,9 @@ import { after, before, describe, test } from 'node:test';
 import { createConnection, type Connection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { capturedPayments, deliver, inParallel, outcomeCounts, processingLag, waitUntilAllProcessed, type Answer, type PaymentEvent } from '../support/load.js';
-import { exitOf, killAll, runCli, serve, worker, type CliProcess } from '../support/processes.js';
+import { capturedPayments, deliverUntilAcknowledged, inParallel, outcomeCounts, processingLag, waitUntilAllProcessed, type Acknowledged, type PaymentEvent } from '../support/load.js';
+import { cli, type CliProcess } from '../support/cli.js';
+import { killAll, serve, worker } from '../support/processes.js';
 import { PrivateRedis, type Unavailable } from '../support/services.js';
 
 /**
@@ -30,8 +31,8 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
   before(async () => {
     db = database as TestDatabase;
     privateRedis = redis as PrivateRedis;
-    const migrate = runCli(['migrate'], { DATABASE_URL: db.url });
-    assert.equal(await exitOf(migrate), 0, migrate.output());
+    const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
+    assert.equal(migrate.code, 0, migrate.output);
     sql = await createConnection({ uri: db.url });
 
     const env = { DATABASE_URL: db.url, REDIS_URL: privateRedis.url, REDIS_STREAM: stream, MIGRATE_ON_START: 'false', SWEEP_INTERVAL_MS: '500' };
@@ -49,21 +50,24 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
     await db?.drop();
   });
 
-  /** Sends each event once, or as a burst of identical concurrent deliveries, spread over the receivers. */
-  function deliveries(events: PaymentEvent[], burstEvery: number): Array<() => Promise<Answer[]>> {
+  /**
+   * Sends each event once, or as a burst of identical concurrent deliveries, spread over the
+   * receivers; like a provider, each delivery is retried until acknowledged (an overloaded receiver
+   * answers 503 after RECORD_TIMEOUT_MS).
+   */
+  function deliveries(events: PaymentEvent[], burstEvery: number): Array<() => Promise<Acknowledged[]>> {
     let turn = 0;
     const receiver = () => receivers[turn++ % receivers.length]!;
     return events.map((event, i) => () => {
       const copies = burstEvery > 0 && i % burstEvery === 0 ? BURST : 1;
-      return Promise.all(Array.from({ length: copies }, () => deliver(receiver(), event.delivery())));
+      return Promise.all(Array.from({ length: copies }, () => deliverUntilAcknowledged(receiver(), event.delivery)));
     });
   }
 
-  function assertAcknowledgedOnce(events: PaymentEvent[], answers: Answer[][]): void {
-    const statuses = answers.flat().map((a) => a.status);
-    assert.deepEqual([...new Set(statuses)], [200], 'every delivery, first or duplicate, acknowledged');
+  /** At most one delivery saw "recorded": one whose insert outlived its 503 is found as a duplicate. */
+  function assertRecordedOnce(events: PaymentEvent[], answers: Acknowledged[][]): void {
     for (const [i, copies] of answers.entries()) {
-      assert.equal(copies.filter((a) => a.outcome === 'recorded').length, 1, `${events[i]!.eventId}: recorded by exactly one delivery`);
+      assert.ok(copies.filter((a) => a.outcome === 'recorded').length <= 1, `${events[i]!.eventId}: recorded by one delivery at most`);
     }
   }
 
@@ -78,7 +82,7 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
     const sent = answers.flat().length;
     assert.equal(events.length, 2000);
     assert.ok((sent - events.length) / sent >= 0.29, `${sent - events.length} duplicates of ${sent} deliveries`);
-    assertAcknowledgedOnce(events, answers);
+    assertRecordedOnce(events, answers);
 
     await waitUntilAllProcessed(sql, events.length, 120_000);
     assert.deepEqual(await outcomeCounts(sql), {
@@ -94,19 +98,23 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
     });
     await waitFor('every stream entry acknowledged', async () => (await privateRedis.group(stream))?.pending === 0);
     const lag = await processingLag(sql, 'evt_storm_');
-    console.log(`storm: ${sent} deliveries in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s); lag received->processed: median ${lag.median} ms, p99 ${lag.p99} ms, max ${lag.max} ms`);
+    const retried = answers.flat().reduce((sum, a) => sum + a.retries, 0);
+    console.log(
+      `storm: ${sent} deliveries in ${seconds.toFixed(1)} s (${(sent / seconds).toFixed(0)}/s, ${retried} retries after a 503); ` +
+        `lag received->processed: median ${lag.median} ms, p99 ${lag.p99} ms, max ${lag.max} ms`,
+    );
   });
 
   test('Redis flushed, then restarted, mid-run: nothing lost, nothing doubled, no process restarted', async () => {
     const events = capturedPayments('flush', 250, 50);
     const thirds = [events.slice(0, 100), events.slice(100, 200), events.slice(200)];
-    const answers: Answer[][] = [];
+    const answers: Acknowledged[][] = [];
     answers.push(...(await inParallel(deliveries(thirds[0]!, 0), 8)));
     await privateRedis.flushAll();
     answers.push(...(await inParallel(deliveries(thirds[1]!, 0), 8)));
     await privateRedis.restart();
     answers.push(...(await inParallel(deliveries(thirds[2]!, 0), 8)));
-    assertAcknowledgedOnce(events, answers);
+    assertRecordedOnce(events, answers);
 
     await waitUntilAllProcessed(sql, 2000 + events.length, 60_000);
     const counts = await outcomeCounts(sql);

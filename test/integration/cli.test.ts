@@ -5,9 +5,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { openStore } from '../../src/store/open-store.js';
 import { systemClock } from '../../src/clock.js';
+import { exitOf, runCli as run } from '../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { exitOf, runCli as run, serve, worker } from '../support/processes.js';
+import { serve, worker } from '../support/processes.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const databases = await createTestDatabases();

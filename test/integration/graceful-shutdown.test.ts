@@ -9,14 +9,13 @@ const database = await createTestDatabase();
 
 describe('graceful shutdown with an event still in flight', { skip: 'skip' in database && database.skip }, () => {
   let db: TestDatabase;
-  let survivor: Harness;
+  const open = new Set<Harness>();
 
-  before(async () => {
+  before(() => {
     db = database as TestDatabase;
-    survivor = await Harness.start(db.url, { LEASE_SECONDS: '60' });
   });
   after(async () => {
-    await survivor?.close();
+    for (const harness of open) await harness.close();
     await db?.drop();
   });
 
@@ -33,11 +32,16 @@ describe('graceful shutdown with an event still in flight', { skip: 'skip' in da
       );
     };
     const stopping = await Harness.start(db.url, { LEASE_SECONDS: '60', SHUTDOWN_TIMEOUT_MS: '300', SWEEP_INTERVAL_MS: '60000' }, { apply });
+    open.add(stopping);
     const delivery = stripeDelivery(stripePaymentEvent('evt_shutdown_1', 'payment_intent.succeeded', 'pi_shutdown_1', { userId: 'u_shutdown', courseId: 'c_shutdown' }));
     assert.equal((await stopping.post(delivery)).status, 200);
     await stopping.waitFor('the stalling handler to start', async () => stalled.started);
+    // Started only now, so that it cannot take the event before the stalling inbox does.
+    const survivor = await Harness.start(db.url, { LEASE_SECONDS: '60' });
+    open.add(survivor);
 
     await stopping.close();
+    open.delete(stopping);
     assert.ok(stalled.aborted, 'the handler was told to stop');
 
     // Well inside the 60 s lease the stopped inbox held: only a released lease makes this possible.

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type PaymentHandlers } from '../../src/index.js';
+import { coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type OutboxTransports, type PaymentHandlers } from '../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
@@ -15,8 +15,8 @@ for (const backend of STORE_BACKENDS) {
     let inbox: Inbox;
     let host: FastifyInstance;
 
-    // The host's own business: a fulfilment row per captured payment, next to the reference effects,
-    // and a course that cannot be sold (a permanent failure).
+    // The host's own business: a CRM update per captured payment, next to the reference effects,
+    // delivered by the host's own outbox transport; and a course that cannot be sold (a permanent failure).
     const handlers: PaymentHandlers = {
       ...coursePlatform,
       captured: [
@@ -28,16 +28,25 @@ for (const backend of STORE_BACKENDS) {
           await tx
             .insertInto('outbox')
             .orIgnore()
-            .values({ idempotency_key: `fulfil:${payment.provider}:${payment.payment_id}`, kind: 'fulfilment', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
+            .values({ idempotency_key: `crm:${payment.provider}:${payment.payment_id}`, kind: 'crm_update', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
             .execute();
         },
       ],
+    };
+    const crmKeys: string[] = [];
+    const transports: OutboxTransports = {
+      crm_update: {
+        async deliver(message) {
+          crmKeys.push(message.idempotencyKey);
+          return { status: 'sent', outcome: 'crm updated' };
+        },
+      },
     };
 
     before(async () => {
       db = database as TestDatabase;
       const config = testConfig(db.url);
-      inbox = createInbox(config, { handlers });
+      inbox = createInbox(config, { handlers, transports });
       await inbox.store.migrate();
       inbox.start();
       host = Fastify();
@@ -70,7 +79,10 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(response.statusCode, 200);
       assert.equal((await eventProcessedOrFailed('evt_lib_1')).status, 'processed');
       const keys = await inbox.store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
-      assert.deepEqual(keys.map((k) => k.idempotency_key), ['fulfil:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1']);
+      assert.deepEqual(keys.map((k) => k.idempotency_key), ['crm:stripe:pi_lib_1', 'fulfilment:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1']);
+      await waitFor('the host transport delivered its row', () => crmKeys.length > 0);
+      assert.deepEqual(crmKeys, ['crm:stripe:pi_lib_1']);
+      await waitFor('the CRM row marked sent', async () => (await inbox.store.db.selectFrom('outbox').select('status').where('idempotency_key', '=', 'crm:stripe:pi_lib_1').executeTakeFirstOrThrow()).status === 'sent');
     });
 
     test('a PermanentError fails the event without retry and rolls back every effect', async () => {

@@ -43,7 +43,7 @@ for (const backend of STORE_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       store = openStore(db.url, { poolSize: 4, clock });
-      assert.deepEqual(await store.migrate(), ['0001_webhook_events', '0002_course_platform', '0003_payment_leases']);
+      assert.deepEqual(await store.migrate(), ['0001_webhook_events', '0002_course_platform', '0003_payment_leases', '0004_operations', '0005_outbox_dispatch']);
     });
     after(async () => {
       await store?.close();
@@ -65,6 +65,17 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(state?.id, first.id);
       const stored = await store.db.selectFrom('webhook_events').select('payload').where('id', '=', first.id).executeTakeFirstOrThrow();
       assert.equal(stored.payload, verified('evt_record').payload, 'the first body is kept byte for byte');
+    });
+
+    test('record: an event whose key was archived (row deleted) is a duplicate of the archived row', async () => {
+      const first = await store.record(verified('evt_archived'));
+      await store.db
+        .insertInto('archived_event_keys')
+        .values({ provider: 'stripe', event_id: 'evt_archived', event_row_id: first.id, event_created_at: toDbTime(clock.now()), archive_file: 'f.jsonl.gz', archived_at: toDbTime(clock.now()) })
+        .execute();
+      await store.db.deleteFrom('webhook_events').where('id', '=', first.id).execute();
+      assert.deepEqual(await store.record(verified('evt_archived')), { outcome: 'duplicate', id: first.id, status: 'processed' });
+      assert.equal(await store.findEvent('stripe', 'evt_archived'), null, 'not recorded again');
     });
 
     test('record: ids are case-sensitive and scoped by provider', async () => {

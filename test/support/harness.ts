@@ -44,6 +44,8 @@ export function testConfig(databaseUrl: string, env: Record<string, string> = {}
     PORT: '0',
     LOG_LEVEL: 'silent',
     SWEEP_INTERVAL_MS: '100',
+    // Far above a slow insert on a busy test machine; the back-pressure tests set their own.
+    RECORD_TIMEOUT_MS: '10000',
     STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
     RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
     PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,

@@ -25,6 +25,20 @@ export async function deliver(baseUrl: string, delivery: Delivery, timeoutMs = 2
   }
 }
 
+export type Acknowledged = Answer & { retries: number };
+
+/**
+ * Delivers as a provider does: an answer other than 200 (a 503 under overload, no answer) is retried
+ * after a pause until a 200 arrives. Returns the final answer and how many retries it took.
+ */
+export async function deliverUntilAcknowledged(baseUrl: string, delivery: () => Delivery, pauseMs = 200): Promise<Acknowledged> {
+  for (let retries = 0; ; retries++) {
+    const answer = await deliver(baseUrl, delivery());
+    if (answer.status === 200) return { ...answer, retries };
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+}
+
 /** Runs the tasks with at most `concurrency` at a time, in order of the list. */
 export async function inParallel<T>(tasks: Array<() => Promise<T>>, concurrency: number): Promise<T[]> {
   const results: T[] = new Array(tasks.length);

@@ -1,47 +1,28 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { exitOf, runCli, type CliProcess } from './cli.js';
 import { waitFor } from './harness.js';
 import { TEST_SECRETS } from './signing.js';
 
-const CLI = resolve(import.meta.dirname, '../../bin/webhook-inbox.js');
 /** Generous: several processes starting at once on a busy machine each take many seconds. */
 const START_TIMEOUT_MS = 90_000;
-/** Only the end of a long-running process's output is kept, for failure messages. */
-const OUTPUT_KEPT = 256 * 1024;
-
-export type CliProcess = ChildProcess & { output: () => string };
 
 /**
- * Every child still running, so a test that fails half-way (one process of several did not start)
- * leaves none behind: its file would otherwise never exit. `killAll()` in `after` stops them; the
- * exit hook is the last resort.
+ * Every long-running child still alive, so a test that fails half-way (one process of several did
+ * not start) leaves none behind: its file would otherwise never exit. `killAll()` in `after` stops
+ * them; the exit hook is the last resort.
  */
 const running = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Runs `webhook-inbox <args>` as a child process with exactly `env` (plus PATH). */
-export function runCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const keep = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.length > 2 * OUTPUT_KEPT) output = output.slice(-OUTPUT_KEPT);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
+function startTracked(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
+  const child = runCli(args, env, cwd);
   running.add(child);
   child.on('exit', () => running.delete(child));
-  return Object.assign(child, { output: () => output });
-}
-
-export async function exitOf(child: ChildProcess): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return code;
+  return child;
 }
 
 export async function freePort(): Promise<number> {
@@ -54,15 +35,18 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** The environment every inbox process of a test gets: test secrets, quiet unless asked. */
+/**
+ * The environment every inbox process of a test gets: test secrets, quiet unless asked, and a record
+ * timeout that a busy test machine does not reach (tests of back-pressure set their own).
+ */
 export function inboxEnv(env: Record<string, string>): Record<string, string> {
-  return { HOST: '127.0.0.1', LOG_LEVEL: 'warn', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env };
+  return { HOST: '127.0.0.1', LOG_LEVEL: 'warn', RECORD_TIMEOUT_MS: '10000', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env };
 }
 
 /** Starts `webhook-inbox serve [flags]` on `env.PORT` or a free port; resolves with its base URL once it answers HTTP. */
 export async function serve(env: Record<string, string>, flags: string[] = [], cwd?: string): Promise<{ child: CliProcess; url: string }> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = runCli(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }), cwd);
+  const child = startTracked(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }), cwd);
   const url = `http://127.0.0.1:${port}`;
   await startedOrKilled(child, 'serve to answer HTTP', () =>
     fetch(url).then(
@@ -75,7 +59,7 @@ export async function serve(env: Record<string, string>, flags: string[] = [], c
 
 /** Starts `webhook-inbox worker`; resolves once its workers run. */
 export async function worker(env: Record<string, string>): Promise<CliProcess> {
-  const child = runCli(['worker'], inboxEnv({ ...env, LOG_LEVEL: 'info' }));
+  const child = startTracked(['worker'], inboxEnv({ ...env, LOG_LEVEL: 'info' }));
   await startedOrKilled(child, 'worker to start', () => child.output().includes('workers started'));
   return child;
 }

@@ -7,7 +7,8 @@ import path from 'node:path';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
 import { waitFor } from './harness.js';
-import { exitOf, freePort } from './processes.js';
+import { exitOf } from './cli.js';
+import { freePort } from './processes.js';
 
 /**
  * Redis for the tests: the shared server (a stream of its own per test file), or a private

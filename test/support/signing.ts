@@ -63,21 +63,3 @@ export function stripePaymentEvent(
     : { id: paymentIntent, object: 'payment_intent', amount: options.amount ?? 4900, currency: 'usd', metadata };
   return { id: eventId, object: 'event', type, created: Math.floor(Date.now() / 1000), data: { object: { ...object, ...options.object } } };
 }
-
-/** A Razorpay payment event for the course platform (notes user_id / course_id); a full refund for refund.processed. */
-export function razorpayPaymentEvent(type: string, paymentId: string, options: { userId?: string; courseId?: string; amount?: number } = {}): object {
-  const amount = options.amount ?? 50000;
-  const refunded = type === 'refund.processed';
-  const payment = {
-    id: paymentId,
-    entity: 'payment',
-    amount,
-    currency: 'INR',
-    status: refunded ? 'refunded' : type.split('.')[1],
-    amount_refunded: refunded ? amount : 0,
-    email: 'buyer@example.com',
-    notes: { user_id: options.userId ?? 'user_1', course_id: options.courseId ?? 'course_1' },
-  };
-  const payload = refunded ? { refund: { entity: { id: `rfnd_${paymentId}`, payment_id: paymentId, amount } }, payment: { entity: payment } } : { payment: { entity: payment } };
-  return { entity: 'event', event: type, contains: Object.keys(payload), payload, created_at: Math.floor(Date.now() / 1000) };
-}

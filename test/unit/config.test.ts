@@ -105,6 +105,21 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
     { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
     { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
+    { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
+    { env: { STUCK_CHECK_CRON: 'daily' }, variable: 'STUCK_CHECK_CRON' },
+    { env: { STUCK_CHECK_OLDER_THAN: '30 minutes' }, variable: 'STUCK_CHECK_OLDER_THAN' },
+    { env: { ARCHIVE_CRON: '61 * * * *', ARCHIVE_DIR: '/var/archive' }, variable: 'ARCHIVE_CRON' },
+    { env: { ARCHIVE_CRON: '0 3 * * *' }, variable: 'ARCHIVE_DIR' },
+    { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },
+    { env: { SMTP_URL: 'http://mail.example', MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_URL: 'smtp://', MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_URL: 'smtp://mail.example', MAIL_FROM: 'receipts' }, variable: 'MAIL_FROM' },
+    { env: { SMTP_URL: 'smtp://mail.example', MAIL_FROM: 'a@shop.example, b@shop.example' }, variable: 'MAIL_FROM' },
+    { env: { SMTP_URL: 'smtp://mail.example' }, variable: 'MAIL_FROM' },
+    { env: { MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_TIMEOUT_MS: 'soon' }, variable: 'SMTP_TIMEOUT_MS' },
+    { env: { FULFILLMENT_URL: 'ftp://fulfil.example' }, variable: 'FULFILLMENT_URL' },
+    { env: { FULFILLMENT_TIMEOUT_MS: '0' }, variable: 'FULFILLMENT_TIMEOUT_MS' },
   ]) {
     testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
@@ -143,6 +158,9 @@ describe('loadConfig: secret values never reach an error message', () => {
     { DATABASE_URL: `postgres://app:${CANARY}@db/inbox` },
     { REDIS_URL: `http://:${CANARY}@cache:6379` },
     { REDIS_URL: `redis//:${CANARY}@cache` },
+    { SMTP_URL: `http://mailer:${CANARY}@mail.example`, MAIL_FROM: 'receipts@shop.example' },
+    { SMTP_URL: `smtp://mailer:${CANARY}@`, MAIL_FROM: 'receipts@shop.example' },
+    { SMTP_URL: `smtp://mailer:${CANARY}@mail.example` },
   ]) {
     test(`${Object.keys(env).join(' + ')}: ${JSON.stringify(env)}`, () => {
       const error = configError(env);

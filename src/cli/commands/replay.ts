@@ -1,0 +1,77 @@
+import { userInfo } from 'node:os';
+import { InvalidArgumentError, type Command } from 'commander';
+import { PROVIDER_NAMES } from '../../providers/provider.js';
+import { Replayer, replayResultText, type ReplayItem, type ReplaySelection } from '../../ops/replay.js';
+import { choiceOption, configOrExit, EXIT_FAILED, positiveIntegerOption, timeOption, withInbox } from '../context.js';
+import { printJson, printTable, progressBar, type Column } from '../output.js';
+
+interface ReplayFlags {
+  status?: 'failed' | 'processed';
+  provider?: string;
+  type?: string;
+  since?: Date;
+  until?: Date;
+  limit: number;
+  dryRun?: boolean;
+  reason?: string;
+  actor?: string;
+  json?: boolean;
+}
+
+export function registerReplayCommand(program: Command): void {
+  program
+    .command('replay [event-ids...]')
+    .description('process stored events again, through the same lease and fencing as live traffic')
+    .option('--status <status>', 'replay every event in this status (failed or processed) matching the filters', choiceOption(['failed', 'processed'] as const))
+    .option('--provider <name>', 'only this provider', choiceOption(PROVIDER_NAMES))
+    .option('--type <event-type>', 'only this event type')
+    .option('--since <when>', 'received at or after: a duration ago (24h) or a date', timeOption)
+    .option('--until <when>', 'received before: a duration ago or a date', timeOption)
+    .option('--limit <n>', 'at most this many events', positiveIntegerOption, 1000)
+    .option('--dry-run', 'print what would be replayed and the payment change each would cause')
+    .option('--reason <text>', 'why (required unless --dry-run; recorded with each replay)')
+    .option('--actor <name>', 'who is replaying (default: the OS user)')
+    .option('--json', 'print JSON')
+    .action(async (ids: string[], flags: ReplayFlags) => {
+      const selection = replaySelection(ids, flags);
+      const config = configOrExit().config;
+      const progress = progressBar(flags.dryRun ? 'checking' : 'replaying');
+      const report = await withInbox(config, (inbox) =>
+        new Replayer({ db: inbox.store.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: inbox.clock }).runOnce(selection, {
+          dryRun: flags.dryRun === true,
+          actor: flags.actor ?? userInfo().username,
+          reason: flags.reason,
+          onProgress: progress.update,
+        }),
+      );
+      progress.done();
+      if (flags.json) printJson(report);
+      else if (report.items.length === 0) console.log('nothing to replay');
+      else {
+        const columns: Array<Column<ReplayItem>> = [
+          ['id', (i) => i.id],
+          ['provider', (i) => i.provider],
+          ['event id', (i) => i.eventId],
+          ['type', (i) => i.eventType],
+          ['was', (i) => i.previousStatus],
+        ];
+        if (report.dryRun) columns.push(['payment change', (i) => i.transition]);
+        columns.push(['result', replayResultText]);
+        printTable(report.items, columns);
+        if (!report.dryRun) console.log(`${report.counts.processed} processed, ${report.counts.failed} failed, ${report.counts.skipped} skipped`);
+        if (report.more) console.log(`more events match than --limit ${flags.limit}; run again to continue`);
+      }
+      if (report.counts.failed > 0) process.exitCode = EXIT_FAILED;
+    });
+}
+
+function replaySelection(ids: string[], flags: ReplayFlags): ReplaySelection {
+  const filtered = flags.type !== undefined || flags.since !== undefined || flags.until !== undefined;
+  if (ids.length > 0 && flags.status) throw new InvalidArgumentError('give event ids or --status, not both');
+  if (ids.length > 0) {
+    if (filtered) throw new InvalidArgumentError('--type, --since and --until select by --status; with event ids, leave them out');
+    return { kind: 'events', refs: ids, provider: flags.provider };
+  }
+  if (!flags.status) throw new InvalidArgumentError('name the events to replay, or select them with --status failed');
+  return { kind: 'filter', filter: { status: flags.status, provider: flags.provider, type: flags.type, since: flags.since, until: flags.until, limit: flags.limit } };
+}

@@ -1,0 +1,83 @@
+import { join } from 'node:path';
+import type { Kysely } from 'kysely';
+import type { ProviderRegistry } from '../../providers/registry.js';
+import type { InboxDatabase } from '../../store/schema.js';
+import { OperationError } from '../errors.js';
+import { readArchiveLines, type ArchivedEvent } from './files.js';
+import { loadManifest } from './manifest.js';
+
+/** What to look for in an archive: one event (provider event id or row id), one payment, or one day. */
+export type ArchiveQuery = { event: string } | { payment: string } | { day: string };
+
+export interface ArchiveMatch {
+  file: string;
+  event: ArchivedEvent;
+}
+
+export interface RestoreReport {
+  matched: number;
+  restored: number;
+  /** Already in the hot table (restored before, or never deleted). */
+  present: number;
+  events: Array<{ id: number; provider: string; eventId: string; eventType: string; createdAt: string; file: string; restored: boolean }>;
+}
+
+/**
+ * Finds archived events without touching the database: reads only the files the query can match
+ * (one day's files for --day), checks each against its manifest checksum, and keeps the newest copy of
+ * an event archived more than once.
+ */
+export async function searchArchive(dir: string, query: ArchiveQuery, providers: ProviderRegistry): Promise<ArchiveMatch[]> {
+  if ('day' in query && !/^\d{4}-\d{2}-\d{2}$/.test(query.day)) throw new OperationError(`--day must be a date like 2024-05-01 (got "${query.day}")`, 'bad_argument');
+  const manifest = await loadManifest(dir, { create: false });
+  const parts = 'day' in query ? manifest.parts.filter((p) => p.day === query.day) : manifest.parts;
+  const matches = new Map<number, ArchiveMatch>();
+  for (const part of parts) {
+    for (const line of await readArchiveLines(join(dir, part.file), part.sha256)) {
+      const event = JSON.parse(line) as ArchivedEvent;
+      if (matchesQuery(event, query, providers)) matches.set(event.id, { file: part.file, event });
+    }
+  }
+  return [...matches.values()].sort((a, b) => a.event.id - b.event.id);
+}
+
+function matchesQuery(event: ArchivedEvent, query: ArchiveQuery, providers: ProviderRegistry): boolean {
+  if ('day' in query) return true;
+  if ('event' in query) return event.event_id === query.event || String(event.id) === query.event;
+  let payload: unknown;
+  try {
+    payload = JSON.parse(event.payload);
+  } catch {
+    return false;
+  }
+  const canonical = providers.toCanonical(event.provider, { eventType: event.event_type, payload });
+  return canonical.kind === 'payment' && canonical.paymentId === query.payment;
+}
+
+/**
+ * Puts archived events back into webhook_events as they were (same id, status, outcome, payload
+ * bytes), for inspection or `replay`. Their archived keys stay: the row and the key both mean
+ * "duplicate" to a redelivery.
+ */
+export async function restoreFromArchive(db: Kysely<InboxDatabase>, dir: string, query: ArchiveQuery, providers: ProviderRegistry): Promise<RestoreReport> {
+  const matches = await searchArchive(dir, query, providers);
+  if (matches.length === 0) throw new OperationError(`nothing in ${dir} matches ${describeQuery(query)}`, 'not_found');
+  const report: RestoreReport = { matched: matches.length, restored: 0, present: 0, events: [] };
+  for (const { file, event } of matches) {
+    const inserted = await db
+      .insertInto('webhook_events')
+      .orIgnore()
+      .values({ ...event, next_attempt_at: null, lease_owner: null, lease_token: null, lease_expires_at: null })
+      .executeTakeFirst();
+    const restored = inserted.numInsertedOrUpdatedRows === 1n;
+    report[restored ? 'restored' : 'present']++;
+    report.events.push({ id: event.id, provider: event.provider, eventId: event.event_id, eventType: event.event_type, createdAt: event.created_at, file, restored });
+  }
+  return report;
+}
+
+export function describeQuery(query: ArchiveQuery): string {
+  if ('event' in query) return `event ${query.event}`;
+  if ('payment' in query) return `payment ${query.payment}`;
+  return `day ${query.day}`;
+}

@@ -1,0 +1,85 @@
+import type { Kysely, Selectable } from 'kysely';
+import { toEventState } from '../store/inbox-store.js';
+import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../store/schema.js';
+import type { EventState } from '../store/store.js';
+import { OperationError } from './errors.js';
+
+export type EventRow = Selectable<WebhookEventsTable>;
+
+export const EVENT_STATUSES: readonly EventStatus[] = ['received', 'processing', 'processed', 'failed'];
+
+export interface EventFilter {
+  provider?: string;
+  status?: EventStatus;
+  type?: string;
+  /** Received at or after. */
+  since?: Date;
+  /** Received before. */
+  until?: Date;
+  limit: number;
+}
+
+/** Events matching the filter, oldest first; `more` says the limit cut the list. */
+export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter): Promise<{ events: EventRow[]; more: boolean }> {
+  let query = db.selectFrom('webhook_events').selectAll();
+  if (filter.provider) query = query.where('provider', '=', filter.provider);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.type) query = query.where('event_type', '=', filter.type);
+  if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
+  if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
+  const rows = await query.orderBy('id').limit(filter.limit + 1).execute();
+  return { events: rows.slice(0, filter.limit), more: rows.length > filter.limit };
+}
+
+/**
+ * The event an operator means: a provider event id ("evt_...", "pay_...:success"), or the row id
+ * shown by `events list`. A provider event id found under several providers needs `provider`.
+ */
+export async function resolveEvent(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventRow> {
+  let query = db.selectFrom('webhook_events').selectAll().where('event_id', '=', ref);
+  if (provider) query = query.where('provider', '=', provider);
+  const matches = await query.limit(2).execute();
+  if (matches.length > 1) throw new OperationError(`event "${ref}" exists for several providers; add --provider`, 'ambiguous_event');
+  if (matches[0]) return matches[0];
+  if (/^\d+$/.test(ref)) {
+    const byRowId = await db.selectFrom('webhook_events').selectAll().where('id', '=', Number(ref)).executeTakeFirst();
+    if (byRowId && (!provider || byRowId.provider === provider)) return byRowId;
+  }
+  const archived = await db.selectFrom('archived_event_keys').select(['archive_file']).where('event_id', '=', ref).executeTakeFirst();
+  const hint = archived ? ` (it was archived to ${archived.archive_file}; see "archive search")` : '';
+  throw new OperationError(`no event "${ref}"${provider ? ` from ${provider}` : ''}${hint}`, 'event_not_found');
+}
+
+export interface ReplayRecord {
+  actor: string;
+  reason: string;
+  requestedAt: Date;
+  previousStatus: string;
+  result: string | null;
+}
+
+export interface EventDetail extends EventState {
+  leaseExpiresAt: Date | null;
+  headers: Record<string, string>;
+  /** The stored payload text, byte for byte. */
+  payload: string;
+  replays: ReplayRecord[];
+}
+
+export async function eventDetail(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventDetail> {
+  const row = await resolveEvent(db, ref, provider);
+  const replays = await db.selectFrom('event_replays').selectAll().where('event_row_id', '=', row.id).orderBy('id').execute();
+  return {
+    ...toEventState(row),
+    leaseExpiresAt: row.lease_expires_at ? fromDbTime(row.lease_expires_at) : null,
+    headers: JSON.parse(row.headers) as Record<string, string>,
+    payload: row.payload,
+    replays: replays.map((r) => ({
+      actor: r.actor,
+      reason: r.reason,
+      requestedAt: fromDbTime(r.requested_at),
+      previousStatus: r.previous_status,
+      result: r.result,
+    })),
+  };
+}

@@ -1,0 +1,158 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { ProcessResult } from '../processing/processor.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import { toDbTime, type InboxDatabase } from '../store/schema.js';
+import { OperationError } from './errors.js';
+import { findEvents, resolveEvent, type EventFilter, type EventRow } from './events.js';
+import { describeTransition } from './payment-transition.js';
+
+/** Either named events, or every event matching a filter (a status is required there). */
+export type ReplaySelection =
+  | { kind: 'events'; refs: string[]; provider?: string }
+  | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
+
+export interface ReplayOptions {
+  dryRun: boolean;
+  /** Who asked (OS user or --actor) and why; recorded with every replay. */
+  actor: string;
+  reason?: string;
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface ReplayItem {
+  id: number;
+  provider: string;
+  eventId: string;
+  eventType: string;
+  previousStatus: string;
+  /** The payment change processing would cause now (computed for dry runs). */
+  transition?: string;
+  result: 'processed' | 'failed' | 'skipped' | 'would_replay';
+  /** The outcome when processed, the error when failed, the reason when skipped. */
+  detail?: string;
+}
+
+export interface ReplayReport {
+  dryRun: boolean;
+  items: ReplayItem[];
+  /** More events matched than --limit allowed. */
+  more: boolean;
+  counts: Record<'processed' | 'failed' | 'skipped', number>;
+}
+
+export interface ReplayDependencies {
+  db: Kysely<InboxDatabase>;
+  providers: ProviderRegistry;
+  /** The live pipeline's Processor.process: claim, fenced complete, failure bookkeeping. */
+  process: (id: number) => Promise<ProcessResult>;
+  clock: Clock;
+}
+
+/**
+ * Replays stored events through the same claim and fenced-complete path as live traffic. An event is
+ * made due again by a compare-and-set on the state the operator saw, so two replays running at once
+ * (or a replay and a live retry) cannot both process it: one wins the update or the claim, the other
+ * reports "skipped".
+ */
+export class Replayer {
+  constructor(private readonly deps: ReplayDependencies) {}
+
+  async runOnce(selection: ReplaySelection, options: ReplayOptions): Promise<ReplayReport> {
+    if (!options.dryRun && !options.reason?.trim()) throw new OperationError('a replay needs --reason (it is recorded with who and when)', 'bad_argument');
+    const { events, more } = await this.select(selection);
+    const report: ReplayReport = { dryRun: options.dryRun, items: [], more, counts: { processed: 0, failed: 0, skipped: 0 } };
+    for (const [index, event] of events.entries()) {
+      const item = options.dryRun ? await this.preview(event) : await this.replay(event, options.actor, options.reason!.trim());
+      report.items.push(item);
+      if (item.result !== 'would_replay') report.counts[item.result]++;
+      options.onProgress?.(index + 1, events.length);
+    }
+    return report;
+  }
+
+  private async select(selection: ReplaySelection): Promise<{ events: EventRow[]; more: boolean }> {
+    if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter);
+    const events: EventRow[] = [];
+    for (const ref of new Set(selection.refs)) events.push(await resolveEvent(this.deps.db, ref, selection.provider));
+    return { events, more: false };
+  }
+
+  private async preview(event: EventRow): Promise<ReplayItem> {
+    const blocked = this.leaseHolder(event);
+    const transition = await describeTransition(this.deps.db, this.deps.providers, event);
+    return blocked ? { ...itemOf(event), transition, result: 'skipped', detail: blocked } : { ...itemOf(event), transition, result: 'would_replay' };
+  }
+
+  private async replay(event: EventRow, actor: string, reason: string): Promise<ReplayItem> {
+    const { db, clock } = this.deps;
+    const logged = await db
+      .insertInto('event_replays')
+      .values({
+        event_row_id: event.id,
+        provider: event.provider,
+        event_id: event.event_id,
+        actor,
+        reason,
+        previous_status: event.status,
+        previous_attempts: event.attempts,
+        previous_error: event.last_error,
+        requested_at: toDbTime(clock.now()),
+      })
+      .executeTakeFirstOrThrow();
+    const item = await this.makeDueAndProcess(event);
+    await db
+      .updateTable('event_replays')
+      .set({ result: replayResultText(item), finished_at: toDbTime(clock.now()) })
+      .where('id', '=', Number(logged.insertId))
+      .execute();
+    return item;
+  }
+
+  private async makeDueAndProcess(event: EventRow): Promise<ReplayItem> {
+    const blocked = this.leaseHolder(event);
+    if (blocked) return { ...itemOf(event), result: 'skipped', detail: blocked };
+    if (event.status === 'failed' || event.status === 'processed') {
+      const now = toDbTime(this.deps.clock.now());
+      // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
+      // these, and then this replay stands down instead of processing the event a second time.
+      const due = await this.deps.db
+        .updateTable('webhook_events')
+        .set({ status: 'received', attempts: 0, next_attempt_at: now, lease_owner: null, lease_token: null, lease_expires_at: null })
+        .where('id', '=', event.id)
+        .where('status', '=', event.status)
+        .where('attempts', '=', event.attempts)
+        .where((eb) => (event.next_attempt_at === null ? eb('next_attempt_at', 'is', null) : eb('next_attempt_at', '=', event.next_attempt_at)))
+        .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
+        .executeTakeFirst();
+      if (due.numUpdatedRows !== 1n) return { ...itemOf(event), result: 'skipped', detail: 'changed since it was selected (replayed or processed concurrently)' };
+    }
+    const processed = await this.deps.process(event.id);
+    switch (processed.result) {
+      case 'processed':
+        return { ...itemOf(event), result: 'processed', detail: processed.outcome };
+      case 'failed':
+        return { ...itemOf(event), result: 'failed', detail: processed.error };
+      case 'not_claimed':
+        return { ...itemOf(event), result: 'skipped', detail: 'claimed by another worker' };
+      case 'lease_lost':
+        return { ...itemOf(event), result: 'skipped', detail: 'lease lost to another worker' };
+    }
+  }
+
+  private leaseHolder(event: EventRow): string | null {
+    if (event.status !== 'processing' || event.lease_expires_at === null) return null;
+    if (event.lease_expires_at <= toDbTime(this.deps.clock.now())) return null;
+    return `leased by ${event.lease_owner ?? 'a worker'} until ${event.lease_expires_at} UTC`;
+  }
+}
+
+/** "processed: applied: payment pi_1 captured", "skipped: claimed by another worker", ... */
+export function replayResultText(item: ReplayItem): string {
+  const result = item.result.replace('_', ' ');
+  return item.detail ? `${result}: ${item.detail}` : result;
+}
+
+function itemOf(event: EventRow): Omit<ReplayItem, 'result'> {
+  return { id: event.id, provider: event.provider, eventId: event.event_id, eventType: event.event_type, previousStatus: event.status };
+}

@@ -1,0 +1,67 @@
+import { Cron } from 'croner';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { OperationsSettings } from '../config.js';
+import type { InboxDatabase } from '../store/schema.js';
+import { sendStuckAlert } from './alert.js';
+import { Archiver } from './archive/archiver.js';
+import { findStuck, summarizeStuck, type StuckReport } from './stuck.js';
+
+export interface OperationsDependencies {
+  db: Kysely<InboxDatabase>;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** The stuck check as the service runs it: alert when anything is found, log either way. */
+export async function runStuckCheck(settings: OperationsSettings, deps: OperationsDependencies, source: string): Promise<StuckReport> {
+  const report = await findStuck(deps.db, deps.clock, { olderThanMs: settings.stuckCheck.olderThanMs });
+  if (report.total === 0) deps.logger.info('stuck check: no stuck events');
+  else if (settings.alertWebhookUrl) await sendStuckAlert(settings.alertWebhookUrl, report, deps.logger, source);
+  else deps.logger.warn({ counts: report.counts }, `${summarizeStuck(report)} (set ALERT_WEBHOOK_URL to be alerted)`);
+  return report;
+}
+
+export interface ScheduledOperations {
+  /** Stops the timers and waits for a run in progress. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The service's operator jobs on cron schedules (UTC): the stuck check (daily by default) and, when
+ * configured, retention archiving. A run still going when the next is due is skipped, not stacked.
+ */
+export function scheduleOperations(settings: OperationsSettings, deps: OperationsDependencies): ScheduledOperations {
+  const running = new Set<Promise<unknown>>();
+  const jobs: Cron[] = [];
+  const schedule = (name: string, pattern: string | null, run: () => Promise<unknown>) => {
+    if (pattern === null) return;
+    const job = new Cron(pattern, { timezone: 'UTC', protect: true, unref: true }, async () => {
+      const started = run()
+        .catch((error: unknown) => deps.logger.error({ err: error, job: name }, `scheduled ${name} failed`))
+        .finally(() => running.delete(started));
+      running.add(started);
+      await started;
+    });
+    jobs.push(job);
+    deps.logger.info({ job: name, cron: pattern, next: job.nextRun()?.toISOString() }, `scheduled ${name}`);
+  };
+
+  schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, deps, 'scheduled check'));
+  const { archive } = settings;
+  if (archive.dir !== null) {
+    const dir = archive.dir;
+    schedule('archive', archive.cron, async () => {
+      const report = await new Archiver(deps.db, deps.clock).runOnce({ dir, olderThanMs: archive.olderThanMs });
+      deps.logger.info({ dir, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
+    });
+  }
+
+  return {
+    async stop() {
+      for (const job of jobs) job.stop();
+      await Promise.all(running);
+    },
+  };
+}

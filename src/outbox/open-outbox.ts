@@ -1,0 +1,44 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { COURSE_EFFECTS } from '../domain/course-platform.js';
+import { OutboxDispatcher } from './dispatcher.js';
+import { httpFulfilment } from './fulfilment-http.js';
+import type { OutboxStore } from './outbox-store.js';
+import { smtpReceipts } from './receipt-email.js';
+import { skipping, type OutboxTransports } from './transport.js';
+
+/** The course platform's transports, as configured: a missing one skips its rows, visibly. */
+export function courseTransports(config: Config): OutboxTransports {
+  const { smtp, fulfilment } = config.outbox;
+  const concurrency = config.processing.concurrency;
+  const noFulfilment = skipping('FULFILLMENT_URL is not set');
+  return {
+    [COURSE_EFFECTS.receipt]: smtp ? smtpReceipts(smtp, concurrency) : skipping('SMTP_URL is not set'),
+    [COURSE_EFFECTS.fulfilment]: fulfilment ? httpFulfilment(fulfilment, 'fulfil') : noFulfilment,
+    [COURSE_EFFECTS.cancellation]: fulfilment ? httpFulfilment(fulfilment, 'cancel') : noFulfilment,
+  };
+}
+
+/**
+ * The dispatcher for this process. Its lease is the processing lease plus the slowest transport's
+ * timeout, so a delivery that is still allowed to run is never taken over.
+ */
+export function createOutboxDispatcher(
+  config: Config,
+  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports },
+): OutboxDispatcher {
+  const { processing, outbox } = config;
+  const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
+  return new OutboxDispatcher({
+    store: dependencies.store,
+    transports: { ...courseTransports(config), ...dependencies.transports },
+    owner: dependencies.owner,
+    leaseMs: processing.leaseMs + transportTimeoutMs,
+    retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
+    concurrency: processing.concurrency,
+    pollIntervalMs: processing.sweepIntervalMs,
+    clock: dependencies.clock,
+    logger: dependencies.logger.child({ component: 'outbox' }),
+  });
+}

@@ -1,0 +1,175 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Clock } from '../clock.js';
+import { newLease } from '../store/lease.js';
+import { fromDbTime, toDbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
+
+/** A side effect as a transport sees it. */
+export interface OutboxMessage {
+  id: number;
+  /** Sent downstream with every attempt (Idempotency-Key, Message-ID), so the receiver can deduplicate. */
+  idempotencyKey: string;
+  kind: string;
+  payload: unknown;
+}
+
+/** Ownership of one outbox row for a bounded time; the token fences the write that finishes it. */
+export interface OutboxLease {
+  id: number;
+  token: string;
+  expiresAt: Date;
+  /** Attempts including this one. */
+  attempts: number;
+}
+
+/** One outbox row as operators see it. */
+export interface OutboxEntry {
+  id: number;
+  idempotencyKey: string;
+  kind: string;
+  status: OutboxStatus;
+  attempts: number;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  outcome: string | null;
+  createdAt: Date;
+  sentAt: Date | null;
+}
+
+/** Rows a dispatcher still has to work on; the rest are final until an operator retries them. */
+const UNFINISHED: OutboxStatus[] = ['pending', 'sending'];
+/** Final rows an operator may send again. A sent row is not: it reached the downstream already. */
+export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
+
+/**
+ * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims
+ * a row under a lease, and only the lease holder's token can finish it.
+ */
+export class OutboxStore {
+  constructor(
+    private readonly db: Kysely<InboxDatabase>,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Rows due now, oldest first: pending ones whose time came and sending ones whose lease expired
+   * (takeover). A row whose dependency is still unfinished waits for it.
+   */
+  async dueIds(limit: number): Promise<number[]> {
+    const rows = await this.db
+      .selectFrom('outbox as row')
+      .leftJoin('outbox as dependency', 'dependency.idempotency_key', 'row.depends_on_key')
+      .select('row.id')
+      .where('row.status', 'in', UNFINISHED)
+      .where('row.next_attempt_at', '<=', toDbTime(this.clock.now()))
+      .where((eb) => eb.or([eb('dependency.id', 'is', null), eb('dependency.status', 'not in', UNFINISHED)]))
+      .orderBy('row.next_attempt_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /** Takes the lease if the row is due; null when another dispatcher holds it or it is not due. */
+  async claim(id: number, owner: string, leaseMs: number): Promise<{ lease: OutboxLease; message: OutboxMessage } | null> {
+    const now = this.clock.now();
+    const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
+    const claimed = await this.db
+      .updateTable('outbox')
+      .set((eb) => ({ status: 'sending', attempts: eb('attempts', '+', 1), ...columns }))
+      .where('id', '=', id)
+      .where('status', 'in', UNFINISHED)
+      .where('next_attempt_at', '<=', toDbTime(now))
+      .executeTakeFirst();
+    if (claimed.numUpdatedRows !== 1n) return null;
+
+    const row = await this.db.selectFrom('outbox').selectAll().where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
+    if (!row) return null;
+    return {
+      lease: { id, token, expiresAt, attempts: row.attempts },
+      message: { id, idempotencyKey: row.idempotency_key, kind: row.kind, payload: JSON.parse(row.payload) as unknown },
+    };
+  }
+
+  /**
+   * Marks the row sent (or skipped), fenced by the lease token only, not its expiry: the side effect
+   * has happened, so a late but unchallenged holder should still record it rather than cause a
+   * second delivery. A takeover changed the token, and then the new holder decides.
+   */
+  async finish(lease: OutboxLease, status: 'sent' | 'skipped', outcome: string): Promise<boolean> {
+    const now = toDbTime(this.clock.now());
+    const result = await this.db
+      .updateTable('outbox')
+      .set({ status, outcome, sent_at: status === 'sent' ? now : null, last_error: null, next_attempt_at: null, lease_token: null, lease_expires_at: null })
+      .where('id', '=', lease.id)
+      .where('lease_token', '=', lease.token)
+      .where('status', '=', 'sending')
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  /** Records a failed attempt: pending again at `retryAt`, or `failed` for an operator when null. */
+  async fail(lease: OutboxLease, error: string, retryAt: Date | null): Promise<boolean> {
+    const result = await this.db
+      .updateTable('outbox')
+      .set({
+        status: retryAt ? 'pending' : 'failed',
+        last_error: error,
+        next_attempt_at: retryAt ? toDbTime(retryAt) : null,
+        lease_token: null,
+        lease_expires_at: null,
+      })
+      .where('id', '=', lease.id)
+      .where('lease_token', '=', lease.token)
+      .where('status', '=', 'sending')
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async list(filter: { status?: OutboxStatus; limit: number }): Promise<OutboxEntry[]> {
+    let query = this.db.selectFrom('outbox').selectAll().orderBy('id', 'desc').limit(filter.limit);
+    if (filter.status) query = query.where('status', '=', filter.status);
+    return (await query.execute()).map(toEntry);
+  }
+
+  async find(id: number): Promise<OutboxEntry | null> {
+    const row = await this.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toEntry(row) : null;
+  }
+
+  /**
+   * Makes final rows due again with a fresh attempt budget: one row by id, or every row in a status.
+   * The idempotency key stays, so a downstream that did receive an earlier attempt deduplicates.
+   * Returns how many rows were reset.
+   */
+  async retry(selector: { id: number } | { status: OutboxStatus }): Promise<number> {
+    let query = this.db
+      .updateTable('outbox')
+      .set({ status: 'pending', attempts: 0, next_attempt_at: toDbTime(this.clock.now()) })
+      .where('status', 'in', RETRYABLE);
+    query = 'id' in selector ? query.where('id', '=', selector.id) : query.where('status', '=', selector.status);
+    const result = await query.executeTakeFirst();
+    return Number(result.numUpdatedRows);
+  }
+
+  /** Rows per status, every status present (zero when none). */
+  async countByStatus(): Promise<Record<OutboxStatus, number>> {
+    const rows = await this.db.selectFrom('outbox').select((eb) => ['status', eb.fn.countAll<number | string>().as('n')]).groupBy('status').execute();
+    const counts: Record<OutboxStatus, number> = { pending: 0, sending: 0, sent: 0, failed: 0, skipped: 0 };
+    for (const row of rows) counts[row.status] = Number(row.n);
+    return counts;
+  }
+}
+
+function toEntry(row: Selectable<OutboxTable>): OutboxEntry {
+  return {
+    id: row.id,
+    idempotencyKey: row.idempotency_key,
+    kind: row.kind,
+    status: row.status,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at ? fromDbTime(row.next_attempt_at) : null,
+    lastError: row.last_error,
+    outcome: row.outcome,
+    createdAt: fromDbTime(row.created_at),
+    sentAt: row.sent_at ? fromDbTime(row.sent_at) : null,
+  };
+}

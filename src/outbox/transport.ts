@@ -1,0 +1,26 @@
+import type { OutboxMessage } from './outbox-store.js';
+
+export interface Delivered {
+  /** `skipped`: deliberately not delivered (no transport configured, nobody to send to). */
+  status: 'sent' | 'skipped';
+  /** What the downstream answered, or why nothing was sent; kept on the row for operators. */
+  outcome: string;
+}
+
+/**
+ * Performs one kind of side effect. It sends the message's idempotency key with every attempt, so
+ * the receiver can deduplicate a retry. Throwing fails the attempt: PermanentError means no retry,
+ * RetryLaterError may name the delay, anything else retries with backoff.
+ */
+export interface OutboxTransport {
+  deliver(message: OutboxMessage): Promise<Delivered>;
+  close?(): void;
+}
+
+/** Transports by outbox kind. */
+export type OutboxTransports = Record<string, OutboxTransport>;
+
+/** Stands in for a transport that is not configured: the row is logged and marked skipped, not lost. */
+export function skipping(reason: string): OutboxTransport {
+  return { deliver: async () => ({ status: 'skipped', outcome: `skipped: ${reason}` }) };
+}
