@@ -1,4 +1,4 @@
-import type { Connection } from 'mysql2/promise';
+import type { Connection, Pool } from 'mysql2/promise';
 import { waitFor } from './harness.js';
 import { stripeDelivery, stripePaymentEvent, type Delivery } from './signing.js';
 
@@ -107,7 +107,7 @@ export async function waitUntilAllProcessed(sql: Connection, events: number, tim
 }
 
 /** Lag from receipt (row committed) to processed (business transaction committed), in ms. */
-export async function processingLag(sql: Connection, eventIdPrefix: string): Promise<{ median: number; p99: number; max: number; events: number }> {
+export async function processingLag(sql: Connection | Pool, eventIdPrefix: string): Promise<{ median: number; p99: number; max: number; events: number }> {
   const [rows] = (await sql.query('SELECT TIMESTAMPDIFF(MICROSECOND, created_at, processed_at) / 1000 AS ms FROM webhook_events WHERE event_id LIKE ? ORDER BY ms', [
     `${eventIdPrefix}%`,
   ])) as unknown as [Array<{ ms: string }>];

@@ -43,21 +43,16 @@ export function inboxEnv(env: Record<string, string>): Record<string, string> {
   return { HOST: '127.0.0.1', LOG_LEVEL: 'warn', RECORD_TIMEOUT_MS: '10000', STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe, ...env };
 }
 
-/** Starts `webhook-inbox serve [flags]` on a free port; resolves with its base URL once it answers HTTP. */
+/** Starts `webhook-inbox serve [flags]` on `env.PORT` or a free port; resolves with its base URL once it answers HTTP. */
 export async function serve(env: Record<string, string>, flags: string[] = [], cwd?: string): Promise<{ child: CliProcess; url: string }> {
-  const port = await freePort();
+  const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = startTracked(['serve', ...flags], inboxEnv({ PORT: String(port), ...env }), cwd);
   const url = `http://127.0.0.1:${port}`;
-  await waitFor(
-    'serve to answer HTTP',
-    async () => {
-      if (child.exitCode !== null) throw new Error(`serve exited:\n${child.output()}`);
-      return fetch(url).then(
-        () => true,
-        () => false,
-      );
-    },
-    START_TIMEOUT_MS,
+  await startedOrKilled(child, 'serve to answer HTTP', () =>
+    fetch(url).then(
+      () => true,
+      () => false,
+    ),
   );
   return { child, url };
 }
@@ -65,24 +60,35 @@ export async function serve(env: Record<string, string>, flags: string[] = [], c
 /** Starts `webhook-inbox worker`; resolves once its workers run. */
 export async function worker(env: Record<string, string>): Promise<CliProcess> {
   const child = startTracked(['worker'], inboxEnv({ ...env, LOG_LEVEL: 'info' }));
-  await waitFor(
-    'worker to start',
-    () => {
-      if (child.exitCode !== null) throw new Error(`worker exited:\n${child.output()}`);
-      return child.output().includes('workers started');
-    },
-    START_TIMEOUT_MS,
-  );
+  await startedOrKilled(child, 'worker to start', () => child.output().includes('workers started'));
   return child;
+}
+
+/** Waits for `ready`; a child that exits or never gets there is killed (freeing its port), and the error carries its output. */
+async function startedOrKilled(child: CliProcess, what: string, ready: () => boolean | Promise<boolean>): Promise<void> {
+  try {
+    await waitFor(
+      what,
+      () => {
+        if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode}`);
+        return ready();
+      },
+      START_TIMEOUT_MS,
+    );
+  } catch (error) {
+    await kill(child);
+    throw new Error(`${(error as Error).message}:\n${child.output().slice(-4000)}`);
+  }
+}
+
+/** SIGKILL, and wait until it is gone. */
+export async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGKILL');
+  await exitOf(child);
 }
 
 /** Stops every child still running (SIGKILL: tests clean up, they do not test shutdown here). */
 export async function killAll(): Promise<void> {
-  await Promise.all(
-    [...running].map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGKILL');
-      await exitOf(child);
-    }),
-  );
+  await Promise.all([...running].map(kill));
 }

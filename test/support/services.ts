@@ -200,6 +200,13 @@ export class PrivateMariadb {
     await stopServer(this.child);
   }
 
+  /** A crash: no shutdown, connections dropped; InnoDB recovers from its redo log at the next start. */
+  async kill(): Promise<void> {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGKILL');
+    await exitOf(this.child);
+  }
+
   /** Freezes the server: connections stay open but nothing answers (a hanging database). */
   pause(): void {
     this.child?.kill('SIGSTOP');

@@ -1,0 +1,153 @@
+import assert from 'node:assert/strict';
+import { createPool, type Pool } from 'mysql2/promise';
+import { waitFor } from '../test/support/harness.js';
+import { exitOf, runCli, type CliProcess } from '../test/support/cli.js';
+import { freePort, kill, serve, worker } from '../test/support/processes.js';
+import { PrivateMariadb, PrivateRedis, type Unavailable } from '../test/support/services.js';
+import { TEST_SECRETS } from '../test/support/signing.js';
+
+export interface ClusterOptions {
+  receivers: number;
+  workers: number;
+  leaseSeconds: number;
+}
+
+/** A worker's log line when fencing refused its commit (src/processing/processor.ts). */
+const LEASE_LOST = 'lease lost before commit';
+
+/**
+ * The system under test, on servers of its own: N receivers (`serve --no-workers`, fixed ports so a
+ * restarted one is reached at the same address) and M workers (`worker`) on a private MariaDB and a
+ * private Redis that the fault injector may kill, freeze, flush and restart.
+ */
+export class ChaosCluster {
+  readonly receiverUrls: string[];
+  private readonly receivers: CliProcess[] = [];
+  private readonly workers: CliProcess[] = [];
+  /** Every process ever started, so that none outlives the run. */
+  private readonly started: CliProcess[] = [];
+  /** Commits refused by fencing, over all worker processes (dead ones included). */
+  leaseLost = 0;
+  /** Starts that failed (did not answer within 30 s, or exited), with the process's output. */
+  readonly startFailures: string[] = [];
+  /** The checker's own connections: invariants, drain watchers, the stall fault's row lock. */
+  readonly sql: Pool;
+
+  private constructor(
+    readonly options: ClusterOptions,
+    readonly mariadb: PrivateMariadb,
+    readonly redis: PrivateRedis,
+    private readonly ports: number[],
+    private readonly env: Record<string, string>,
+  ) {
+    this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
+    this.sql = createPool({ uri: this.databaseUrl, connectionLimit: 4, connectTimeout: 2000, timezone: 'Z', dateStrings: true });
+  }
+
+  static async start(options: ClusterOptions): Promise<ChaosCluster | Unavailable> {
+    const mariadb = await PrivateMariadb.start();
+    if ('skip' in mariadb) return mariadb;
+    const redis = await PrivateRedis.start();
+    if ('skip' in redis) {
+      await mariadb.destroy();
+      return redis;
+    }
+    const databaseUrl = `${mariadb.url}/webhook_inbox`;
+    const env = {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redis.url,
+      RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+      PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+      PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+      LEASE_SECONDS: String(options.leaseSeconds),
+      SWEEP_INTERVAL_MS: '250',
+      RETRY_BASE_SECONDS: '1',
+      RETRY_MAX_SECONDS: '2',
+      // Outages and takeovers cost attempts; none of them may make an event give up.
+      MAX_ATTEMPTS: '100',
+      WORKER_CONCURRENCY: '4',
+    };
+    const migrate = runCli(['migrate'], env);
+    assert.equal(await exitOf(migrate), 0, migrate.output());
+    const ports = await Promise.all(Array.from({ length: options.receivers }, () => freePort()));
+    const cluster = new ChaosCluster(options, mariadb, redis, ports, env);
+    await Promise.all([...ports.keys()].map((i) => cluster.restartReceiver(i)));
+    await Promise.all(Array.from({ length: options.workers }, (_, i) => cluster.restartWorker(i)));
+    return cluster;
+  }
+
+  get databaseUrl(): string {
+    return this.env.DATABASE_URL!;
+  }
+
+  async killReceiver(i: number): Promise<void> {
+    await kill(this.receivers[i]!);
+  }
+
+  async restartReceiver(i: number): Promise<void> {
+    const { child, url } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']));
+    this.receivers[i] = child;
+    this.started.push(child);
+    // As a load balancer would: traffic only once the receiver reports ready (its database answers).
+    await waitFor(`receiver ${i} ready`, () => fetch(`${url}/readyz`).then((r) => r.ok, () => false), 90_000);
+  }
+
+  async killWorker(i: number): Promise<void> {
+    await kill(this.workers[i]!);
+  }
+
+  async restartWorker(i: number): Promise<void> {
+    const child = await this.startingAgain(`worker ${i}`, () => worker(this.env));
+    this.countLeaseLost(child);
+    this.workers[i] = child;
+    this.started.push(child);
+  }
+
+  /** A process that did not come up is a finding: recorded with its output, then started again. */
+  private async startingAgain<T>(what: string, start: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await start();
+      } catch (error) {
+        this.startFailures.push(`${what}: ${(error as Error).message}`);
+        if (attempt === 3) throw error;
+      }
+    }
+  }
+
+  /** The worker process whose pid appears in a lease owner (host:pid:uuid), or -1. */
+  workerOwning(leaseOwner: string): number {
+    return this.workers.findIndex((child) => leaseOwner.includes(`:${child.pid}:`));
+  }
+
+  /** SIGSTOP: the process keeps its connections and open transactions but runs no code. */
+  freezeWorker(i: number): void {
+    this.workers[i]!.kill('SIGSTOP');
+  }
+
+  thawWorker(i: number): void {
+    this.workers[i]!.kill('SIGCONT');
+  }
+
+  /** Processes that exited without being killed by the injector (a crash is a finding). */
+  unexpectedExits(): string[] {
+    return [...this.receivers, ...this.workers].filter((child) => child.exitCode !== null).map((child) => `pid ${child.pid} exited ${child.exitCode}:\n${child.output().slice(-2000)}`);
+  }
+
+  async stop(): Promise<void> {
+    for (const child of this.started) if (child.signalCode === 'SIGSTOP') child.kill('SIGCONT');
+    await Promise.all(this.started.map(kill));
+    await this.sql.end().catch(() => undefined);
+    await this.redis.stop();
+    await this.mariadb.destroy();
+  }
+
+  private countLeaseLost(child: CliProcess): void {
+    let partial = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split('\n');
+      partial = lines.pop()!;
+      this.leaseLost += lines.filter((line) => line.includes(LEASE_LOST)).length;
+    });
+  }
+}
