@@ -71,6 +71,8 @@ export interface FulfilmentSettings {
 
 /** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
 export interface OutboxSettings {
+  /** Deliveries in flight at once (each an SMTP or HTTP call), per process. */
+  concurrency: number;
   smtp: SmtpSettings | null;
   fulfilment: FulfilmentSettings | null;
 }
@@ -172,7 +174,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     processing: {
       mode: read.oneOf('PROCESSING_MODE', ['background', 'inline'] as const, 'background'),
       leaseMs: Math.round(read.number('LEASE_SECONDS', 30, { min: 0.1, max: 3600 }) * 1000),
-      concurrency: read.integer('WORKER_CONCURRENCY', 4, { min: 1, max: 256 }),
+      concurrency: read.integer('WORKER_CONCURRENCY', 32, { min: 1, max: 256 }),
       maxAttempts: read.integer('MAX_ATTEMPTS', 10, { min: 1, max: 1000 }),
       retryBaseMs,
       retryMaxMs,
@@ -226,6 +228,7 @@ function readOutbox(read: EnvReader): OutboxSettings {
   if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
   if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
   return {
+    concurrency: read.integer('OUTBOX_CONCURRENCY', 4, { min: 1, max: 256 }),
     smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
     fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
   };

@@ -33,21 +33,31 @@ export interface PaymentEffect {
   email: string | null;
 }
 
-/** Writes an outbox row unless its key exists: a second delivery or event of the payment adds nothing. */
-async function addEffect({ tx, payment, now }: PaymentContext, kind: string, idempotencyKey: string, dependsOnKey: string | null = null): Promise<void> {
+interface Effect {
+  kind: string;
+  idempotencyKey: string;
+  /** An effect that must be final before this one is delivered. */
+  dependsOnKey?: string;
+}
+
+/** Writes outbox rows (one statement) unless their keys exist: a second delivery or event of the payment adds nothing. */
+async function addEffects({ tx, payment, now }: PaymentContext, effects: Effect[]): Promise<void> {
+  const payload = JSON.stringify(paymentEffect(payment));
   await tx
     .insertInto('outbox')
     .orIgnore()
-    .values({
-      idempotency_key: idempotencyKey,
-      kind,
-      payload: JSON.stringify(paymentEffect(payment)),
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      created_at: now,
-      depends_on_key: dependsOnKey,
-    })
+    .values(
+      effects.map(({ kind, idempotencyKey, dependsOnKey }) => ({
+        idempotency_key: idempotencyKey,
+        kind,
+        payload,
+        status: 'pending' as const,
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+        depends_on_key: dependsOnKey ?? null,
+      })),
+    )
     .execute();
 }
 
@@ -107,8 +117,10 @@ async function grantCourse(context: PaymentContext): Promise<void> {
     }
   }
 
-  await addEffect(context, COURSE_EFFECTS.receipt, receiptKey(payment.provider, payment.payment_id));
-  await addEffect(context, COURSE_EFFECTS.fulfilment, fulfilmentKey(payment.provider, payment.payment_id));
+  await addEffects(context, [
+    { kind: COURSE_EFFECTS.receipt, idempotencyKey: receiptKey(payment.provider, payment.payment_id) },
+    { kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) },
+  ]);
 }
 
 async function revokeCourse(context: PaymentContext): Promise<void> {
@@ -132,7 +144,7 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
   // and never before it: the cancellation waits until the fulfilment row is final. No second receipt.
   const fulfilment = fulfilmentKey(payment.provider, payment.payment_id);
   const requested = await tx.selectFrom('outbox').select('id').where('idempotency_key', '=', fulfilment).executeTakeFirst();
-  if (requested) await addEffect(context, COURSE_EFFECTS.cancellation, cancellationKey(payment.provider, payment.payment_id), fulfilment);
+  if (requested) await addEffects(context, [{ kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment }]);
 }
 
 /**

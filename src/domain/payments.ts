@@ -14,72 +14,47 @@ export interface PaymentChange {
   payment: PaymentRow;
 }
 
+type Details = Pick<PaymentRow, 'user_id' | 'course_id' | 'email' | 'amount' | 'currency'>;
+
 /**
- * Applies a payment event forward-only (DESIGN.md invariant 4). Every step is a single conditional
- * statement, so concurrent events of one payment serialise on its row and the highest state wins
- * whatever the delivery order. A stale event still completes missing details: a late event may be
- * the only one that carries the customer's metadata.
+ * Applies a payment event forward-only (DESIGN.md invariant 4). Events of one payment are processed
+ * one at a time (the payment lease), so the payment is read once and written at most once; the write
+ * is still conditional (an earlier state, a missing detail), so that even concurrent writers could
+ * only move the payment forward and fill what is empty. A stale event still completes missing
+ * details: a late event may be the only one that carries the customer's metadata.
  */
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime): Promise<PaymentChange> {
-  const inserted = await tx
-    .insertInto('payments')
-    .orIgnore()
-    .values({
-      provider,
-      payment_id: event.paymentId,
-      status: event.state,
-      amount: event.amountMinor,
-      currency: event.currency,
-      user_id: event.userId,
-      course_id: event.courseId,
-      email: event.email,
-      created_at: now,
-      updated_at: now,
-    })
-    .executeTakeFirst();
-
-  let applied = inserted.numInsertedOrUpdatedRows === 1n;
-  let enriched = false;
-  if (!applied) {
-    const earlier = statesBefore(event.state);
-    if (earlier.length > 0) {
-      const moved = await tx
-        .updateTable('payments')
-        .set({ status: event.state, updated_at: now })
-        .where('provider', '=', provider)
-        .where('payment_id', '=', event.paymentId)
-        .where('status', 'in', earlier)
-        .executeTakeFirst();
-      applied = moved.numUpdatedRows === 1n;
-    }
-    enriched = await completeDetails(tx, provider, event, now);
+  const key = { provider, payment_id: event.paymentId };
+  const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
+  let current = await readPayment(tx, key);
+  if (!current) {
+    const values = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
+    const inserted = await tx.insertInto('payments').orIgnore().values(values).executeTakeFirst();
+    if (inserted.numInsertedOrUpdatedRows === 1n) return { applied: true, enriched: false, payment: { id: Number(inserted.insertId), ...values } };
+    // Created by a writer outside the payment's lease (an operator's tool) since the read.
+    current = (await readPayment(tx, key))!;
   }
 
-  const payment = await tx.selectFrom('payments').selectAll().where('provider', '=', provider).where('payment_id', '=', event.paymentId).executeTakeFirstOrThrow();
-  return { applied, enriched, payment };
-}
+  const earlier = statesBefore(event.state);
+  const applied = earlier.includes(current.status);
+  const missing = (Object.keys(details) as Array<keyof Details>).filter((column) => details[column] !== null && current[column] === null);
+  if (!applied && missing.length === 0) return { applied, enriched: false, payment: current };
 
-async function completeDetails(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime): Promise<boolean> {
-  const details = {
-    user_id: event.userId,
-    course_id: event.courseId,
-    email: event.email,
-    amount: event.amountMinor,
-    currency: event.currency,
-  } as const;
-  const known = (Object.keys(details) as Array<keyof typeof details>).filter((column) => details[column] !== null);
-  if (known.length === 0) return false;
-
-  const filled = await tx
+  await tx
     .updateTable('payments')
     .set((eb) => {
       const set: Record<string, unknown> = { updated_at: now };
-      for (const column of known) set[column] = eb.fn.coalesce(column, eb.val(details[column]));
+      if (applied) set.status = eb.case().when('status', 'in', earlier).then(event.state).else(eb.ref('status')).end();
+      for (const column of missing) set[column] = eb.fn.coalesce(column, eb.val(details[column]));
       return set;
     })
     .where('provider', '=', provider)
     .where('payment_id', '=', event.paymentId)
-    .where((eb) => eb.or(known.map((column) => eb(column, 'is', null))))
-    .executeTakeFirst();
-  return filled.numUpdatedRows > 0n;
+    .execute();
+  const filled = Object.fromEntries(missing.map((column) => [column, details[column]]));
+  return { applied, enriched: missing.length > 0, payment: { ...current, ...filled, ...(applied ? { status: event.state } : {}), updated_at: now } };
+}
+
+function readPayment(tx: BusinessTransaction, key: { provider: string; payment_id: string }): Promise<PaymentRow | undefined> {
+  return tx.selectFrom('payments').selectAll().where('provider', '=', key.provider).where('payment_id', '=', key.payment_id).executeTakeFirst();
 }

@@ -10,8 +10,7 @@ import { skipping, type OutboxTransports } from './transport.js';
 
 /** The course platform's transports, as configured: a missing one skips its rows, visibly. */
 export function courseTransports(config: Config): OutboxTransports {
-  const { smtp, fulfilment } = config.outbox;
-  const concurrency = config.processing.concurrency;
+  const { smtp, fulfilment, concurrency } = config.outbox;
   const noFulfilment = skipping('FULFILLMENT_URL is not set');
   return {
     [COURSE_EFFECTS.receipt]: smtp ? smtpReceipts(smtp, concurrency) : skipping('SMTP_URL is not set'),
@@ -36,7 +35,7 @@ export function createOutboxDispatcher(
     owner: dependencies.owner,
     leaseMs: processing.leaseMs + transportTimeoutMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
-    concurrency: processing.concurrency,
+    concurrency: outbox.concurrency,
     pollIntervalMs: processing.sweepIntervalMs,
     clock: dependencies.clock,
     logger: dependencies.logger.child({ component: 'outbox' }),

@@ -21,7 +21,7 @@ export class ConcurrentInsertError extends Error {}
 
 const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
 
-function groupBy<T, K>(items: T[], keyOfItem: (item: T) => K): Map<K, T[]> {
+export function groupBy<T, K>(items: T[], keyOfItem: (item: T) => K): Map<K, T[]> {
   const groups = new Map<K, T[]>();
   for (const item of items) {
     const key = keyOfItem(item);

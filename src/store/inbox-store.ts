@@ -1,20 +1,22 @@
-import { Migrator, sql, type ExpressionOrFactory, type Kysely, type Selectable, type SqlBool } from 'kysely';
+import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
-import { recordBatch, type RecordRequest } from './group-commit.js';
-import { newLease } from './lease.js';
+import { groupBy, recordBatch, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
-import { ensurePaymentLeaseRow, releasePaymentLease, takePaymentLease, type PaymentRef } from './payment-leases.js';
-import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import { releasePaymentLease, type PaymentRef } from './payment-leases.js';
+import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type ClaimRequest, type CompletionRequest } from './processing-batches.js';
+import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
+/** Claims or completions per transaction: enough to share a commit widely, few enough that one slow event delays few others. */
+const MAX_PROCESSING_BATCH = 32;
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
@@ -24,6 +26,10 @@ export class KyselyInboxStore implements InboxStore {
    * transaction, so a commit (and its log flush) is shared by every event of the batch.
    */
   private readonly records: Batcher<RecordRequest, RecordResult>;
+  /** The workers' side, batched the same way (see processing-batches.ts). */
+  private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
+  private readonly completions: Batcher<CompletionRequest, string>;
+  private readonly handOffs: Batcher<PaymentRef, number | null>;
 
   /**
    * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
@@ -43,6 +49,10 @@ export class KyselyInboxStore implements InboxStore {
       weight: (request) => request.event.payload.length,
       maxWeight: MAX_RECORD_BATCH_BYTES,
     });
+    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: dialect.concurrentBatches };
+    this.claims = new Batcher((requests) => this.claimMany(requests), processing);
+    this.completions = new Batcher((requests) => this.completeMany(requests), processing);
+    this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
   }
 
   async migrate(): Promise<string[]> {
@@ -146,75 +156,48 @@ export class KyselyInboxStore implements InboxStore {
     });
   }
 
-  async claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
-    return this.guard(async () => {
-      const target = await this.db.selectFrom('webhook_events').select(['provider', 'payment_id', 'status', 'next_attempt_at']).where('id', '=', id).executeTakeFirst();
-      const now = this.clock.now();
-      // Most offers of an event that is not due (processed, or held by a live lease) stop at this read.
-      if (!target || !isDue(target, toDbTime(now))) return null;
-      const payment = target.payment_id === null ? null : { provider: target.provider, paymentId: target.payment_id };
-      if (payment) await ensurePaymentLeaseRow(this.db, payment);
-
-      const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
-      const dueAt = toDbTime(now);
-      // One transaction, payment lease first (the lock order every writer keeps): both leases or neither.
-      const claimed = await this.withConflictRetries(() =>
-        commitUnlessNull(this.db, async (tx) => {
-          if (payment && !(await takePaymentLease(tx, payment, { eventRowId: id, token, expiresAt: columns.lease_expires_at }, dueAt))) return null;
-          const takeLease = async (due: ExpressionOrFactory<InboxDatabase, 'webhook_events', SqlBool>) => {
-            const updated = await tx
-              .updateTable('webhook_events')
-              .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), ...columns }))
-              .where('id', '=', id)
-              .where(due)
-              .executeTakeFirst();
-            return updated.numUpdatedRows === 1n;
-          };
-          // Two conditional statements rather than one, so a takeover is known as one (for metrics and
-          // logs); the common case, a new or retried event, still takes a single statement.
-          let takeover = false;
-          if (!(await takeLease((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', '=', 'failed'), eb('next_attempt_at', '<=', dueAt)])])))) {
-            takeover = await takeLease((eb) => eb.and([eb('status', '=', 'processing'), eb('next_attempt_at', '<=', dueAt)]));
-            if (!takeover) return null;
-          }
-          return { takeover, row: await tx.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirstOrThrow() };
-        }),
-      );
-      if (!claimed) return null;
-      const { row, takeover } = claimed;
-      const lease: Lease = { id, owner, token, expiresAt, attempts: row.attempts, payment };
-      return {
-        lease,
-        takeover,
-        event: {
-          id: row.id,
-          provider: row.provider as ProviderName,
-          eventId: row.event_id,
-          eventType: row.event_type,
-          payload: JSON.parse(row.payload) as unknown,
-          headers: JSON.parse(row.headers) as Record<string, string>,
-          attempts: row.attempts,
-          createdAt: fromDbTime(row.created_at),
-        },
-      };
-    });
+  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
+    return this.claims.submit({ id, owner, leaseMs });
   }
 
-  async completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+  private async claimMany(requests: ClaimRequest[]): Promise<Array<PromiseSettledResult<ClaimedEvent | null>>> {
+    const results = new Map<ClaimRequest, PromiseSettledResult<ClaimedEvent | null>>();
+    // Workers of one process share owner and lease time; tests may run several in one process.
+    for (const group of groupBy(requests, (r) => `${r.owner}\u0000${r.leaseMs}`).values()) {
+      const { owner, leaseMs } = group[0]!;
+      try {
+        const claims = await this.withConflictRetries(() => claimBatch(this.db, group.map((r) => r.id), owner, leaseMs, this.clock.now()));
+        group.forEach((request, i) => results.set(request, { status: 'fulfilled', value: claims[i]! }));
+      } catch (error) {
+        for (const request of group) results.set(request, { status: 'rejected', reason: error });
+      }
+    }
+    return requests.map((request) => results.get(request)!);
+  }
+
+  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+    return this.completions.submit({ lease, work });
+  }
+
+  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
+    if (requests.length > 1) {
+      try {
+        const outcomes = await this.withConflictRetries(() => completeBatch(this.db, requests, () => this.clock.now()));
+        if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
+      } catch (error) {
+        if (this.dialect.isUnavailable(error)) throw this.translate(error);
+      }
+    }
+    // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
+    // failure or a lost lease stays with its event.
+    return Promise.allSettled(requests.map((request) => this.completeOne(request)));
+  }
+
+  private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
     return this.withConflictRetries(() =>
       this.db.transaction().execute(async (tx) => {
         const outcome = await work(tx);
-        const now = toDbTime(this.clock.now());
-        if (lease.payment && !(await releasePaymentLease(tx, lease.payment, lease.token))) throw new LeaseLostError(lease.id);
-        const fenced = await tx
-          .updateTable('webhook_events')
-          .set({ status: 'processed', outcome, processed_at: now, lease_token: null, lease_expires_at: null, next_attempt_at: null, last_error: null })
-          .where('id', '=', lease.id)
-          .where('lease_token', '=', lease.token)
-          .where('status', '=', 'processing')
-          .where('lease_expires_at', '>', now)
-          .executeTakeFirst();
-        if (fenced.numUpdatedRows !== 1n) throw new LeaseLostError(lease.id);
+        await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
         return outcome;
       }),
     );
@@ -249,19 +232,13 @@ export class KyselyInboxStore implements InboxStore {
     });
   }
 
-  async nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
-    return this.guard(async () => {
-      const row = await this.db
-        .selectFrom('webhook_events')
-        .select('id')
-        .where('provider', '=', payment.provider)
-        .where('payment_id', '=', payment.paymentId)
-        .where('next_attempt_at', '<=', toDbTime(this.clock.now()))
-        .orderBy('next_attempt_at')
-        .limit(1)
-        .executeTakeFirst();
-      return row?.id ?? null;
-    });
+  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
+    return this.handOffs.submit(payment);
+  }
+
+  private async nextDueOfPayments(payments: PaymentRef[]): Promise<Array<PromiseSettledResult<number | null>>> {
+    const next = await this.guard(() => nextDueEvents(this.db, payments, toDbTime(this.clock.now())));
+    return payments.map((p) => ({ status: 'fulfilled', value: next.get(paymentKey(p.provider, p.paymentId)) ?? null }));
   }
 
   async eventState(id: number): Promise<EventState | null> {
@@ -336,28 +313,6 @@ export class KyselyInboxStore implements InboxStore {
       return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
     }
     return error;
-  }
-}
-
-/** The claim's own condition, read first so that offers of an event that is not due cost one SELECT. */
-function isDue(event: { status: EventStatus; next_attempt_at: DbTime | null }, now: DbTime): boolean {
-  if (event.status === 'received') return true;
-  return event.status !== 'processed' && event.next_attempt_at !== null && event.next_attempt_at <= now;
-}
-
-const ROLLBACK = Symbol('rollback');
-
-/** Runs `work` in a transaction that commits unless `work` returns null. */
-async function commitUnlessNull<T>(db: Kysely<InboxDatabase>, work: (tx: BusinessTransaction) => Promise<T | null>): Promise<T | null> {
-  try {
-    return await db.transaction().execute(async (tx) => {
-      const result = await work(tx);
-      if (result === null) throw ROLLBACK;
-      return result;
-    });
-  } catch (error) {
-    if (error === ROLLBACK) return null;
-    throw error;
   }
 }
 

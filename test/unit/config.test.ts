@@ -120,6 +120,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { SMTP_TIMEOUT_MS: 'soon' }, variable: 'SMTP_TIMEOUT_MS' },
     { env: { FULFILLMENT_URL: 'ftp://fulfil.example' }, variable: 'FULFILLMENT_URL' },
     { env: { FULFILLMENT_TIMEOUT_MS: '0' }, variable: 'FULFILLMENT_TIMEOUT_MS' },
+    { env: { OUTBOX_CONCURRENCY: '0' }, variable: 'OUTBOX_CONCURRENCY' },
   ]) {
     testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {

@@ -46,12 +46,13 @@ describe('receipt e-mail content', () => {
 
 describe('outbox configuration', () => {
   test('nothing configured: both transports off', () => {
-    assert.deepEqual(loadConfig({}).outbox, { smtp: null, fulfilment: null });
+    assert.deepEqual(loadConfig({}).outbox, { concurrency: 4, smtp: null, fulfilment: null });
   });
 
   test('SMTP and fulfilment settings with their default timeouts', () => {
-    const config = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example:465', MAIL_FROM: 'Shop <receipts@shop.example>', FULFILLMENT_URL: 'https://api.example/fulfil' });
+    const config = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example:465', MAIL_FROM: 'Shop <receipts@shop.example>', FULFILLMENT_URL: 'https://api.example/fulfil', OUTBOX_CONCURRENCY: '8' });
     assert.deepEqual(config.outbox, {
+      concurrency: 8,
       smtp: { url: 'smtps://u:p@mail.example:465', from: 'Shop <receipts@shop.example>', timeoutMs: 30_000 },
       fulfilment: { url: 'https://api.example/fulfil', timeoutMs: 10_000 },
     });

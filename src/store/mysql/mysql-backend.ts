@@ -64,6 +64,11 @@ export const mysqlBackend: StoreBackend = {
       enableKeepAlive: true,
       connectTimeout: 5000,
     });
+    // READ COMMITTED: a batch of events in one transaction must see rows committed after its first
+    // read (under REPEATABLE READ an INSERT IGNORE can meet a row its snapshot does not show), and it
+    // takes no gap locks. Correctness rests on unique keys and conditional updates, which read the
+    // latest committed row under either level.
+    pool.on('connection', (connection) => connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'));
     return new Kysely<InboxDatabase>({ dialect: new MysqlDialect({ pool }) });
   },
 

@@ -1,0 +1,235 @@
+import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
+import { LeaseLostError } from '../errors.js';
+import type { ProviderName } from '../providers/provider.js';
+import { groupBy } from './group-commit.js';
+import { newLease } from './lease.js';
+import type { PaymentRef } from './payment-leases.js';
+import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
+
+/**
+ * The workers' writes for many events at once (see Batcher): a batch of claims is one transaction of
+ * a few statements, a batch of completions one transaction and one commit, whatever the batch size.
+ * Processing an event is otherwise a dozen round trips of its own, and on a database that answers in
+ * a fraction of a millisecond those round trips, not the work, are what a worker spends its time on.
+ */
+
+export interface ClaimRequest {
+  id: number;
+  owner: string;
+  leaseMs: number;
+}
+
+export interface CompletionRequest {
+  lease: Lease;
+  work: (tx: BusinessTransaction) => Promise<string>;
+}
+
+type EventRow = Selectable<WebhookEventsTable>;
+
+export const paymentKey = (provider: string, paymentId: string) => `${provider}\u0000${paymentId}`;
+
+/** The claim's own condition, read first so that offers of an event that is not due cost no write. */
+export function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime): boolean {
+  if (event.status === 'received') return true;
+  return event.status !== 'processed' && event.next_attempt_at !== null && event.next_attempt_at <= now;
+}
+
+function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef | null {
+  return row.payment_id === null ? null : { provider: row.provider, paymentId: row.payment_id };
+}
+
+/** Matches the payment_leases rows of `payments`, grouped by provider so each group is an index range. */
+function wherePayments(payments: PaymentRef[]) {
+  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases'>) =>
+    eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))])));
+}
+
+/**
+ * Claims the due events among `ids` for one owner: both leases of each (its payment's and its own) or
+ * neither, one event per payment. Returns the claims in the order of `ids`, null where the event was
+ * not due, was taken by someone else, or its payment is busy (it is handed on when the payment frees).
+ *
+ * The events are read first, outside the transaction; each lease is then taken only if the row still
+ * has the attempt count that was read, so the read stays true for every event claimed: a concurrent
+ * claim in between makes this one miss, never double.
+ */
+export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Array<ClaimedEvent | null>> {
+  const nowDb = toDbTime(now);
+  const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute();
+  const candidates = new Map<string, EventRow>();
+  for (const row of rows.filter((r) => isDue(r, nowDb)).sort((a, b) => a.id - b.id)) {
+    // One event per payment: the others wait for it, as they would for another worker.
+    const key = row.payment_id === null ? `event\u0000${row.id}` : paymentKey(row.provider, row.payment_id);
+    if (!candidates.has(key)) candidates.set(key, row);
+  }
+  if (candidates.size === 0) return ids.map(() => null);
+  const payments = [...candidates.values()].map(paymentOf).filter((p): p is PaymentRef => p !== null);
+  // Created before the transaction, on their own: an INSERT IGNORE that meets an existing row takes a
+  // shared lock, and two claims each holding one while waiting to update the row would deadlock.
+  if (payments.length > 0) {
+    await db.insertInto('payment_leases').orIgnore().values(payments.map((p) => ({ provider: p.provider, payment_id: p.paymentId }))).execute();
+  }
+
+  const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
+  const claimed = await db.transaction().execute(async (tx) => {
+    let events = [...candidates.values()];
+    const holders = events.filter((row) => row.payment_id !== null);
+    if (holders.length > 0) {
+      // Payment leases first (the lock order every writer keeps); one statement takes every free one.
+      const taken = await tx
+        .updateTable('payment_leases')
+        .set((eb) => ({
+          lease_token: token,
+          lease_expires_at: columns.lease_expires_at,
+          event_row_id: holders
+            .slice(1)
+            .reduce(
+              (whens, row) => whens.when(eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id!)])).then(row.id),
+              eb.case().when(eb.and([eb('provider', '=', holders[0]!.provider), eb('payment_id', '=', holders[0]!.payment_id!)])).then(holders[0]!.id),
+            )
+            .end(),
+        }))
+        .where(wherePayments(payments))
+        .where((eb) => eb.or([eb('lease_token', 'is', null), eb('lease_expires_at', '<=', nowDb)]))
+        .executeTakeFirst();
+      if (Number(taken.numUpdatedRows) !== payments.length) {
+        const held = await tx.selectFrom('payment_leases').select(['provider', 'payment_id', 'lease_token']).where(wherePayments(payments)).execute();
+        const ours = new Set(held.filter((p) => p.lease_token === token).map((p) => paymentKey(p.provider, p.payment_id)));
+        events = events.filter((row) => row.payment_id === null || ours.has(paymentKey(row.provider, row.payment_id)));
+        if (events.length === 0) return [];
+      }
+    }
+    const updated = await tx
+      .updateTable('webhook_events')
+      .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), ...columns }))
+      .where((eb) => eb.or(events.map((row) => eb.and([eb('id', '=', row.id), eb('attempts', '=', row.attempts)]))))
+      .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
+      .executeTakeFirst();
+    if (Number(updated.numUpdatedRows) !== events.length) {
+      const rows = await tx.selectFrom('webhook_events').select(['id', 'lease_token']).where('id', 'in', events.map((row) => row.id)).execute();
+      const leased = new Set(rows.filter((r) => r.lease_token === token).map((r) => r.id));
+      const missed = events.filter((row) => !leased.has(row.id));
+      events = events.filter((row) => leased.has(row.id));
+      const freed = missed.map(paymentOf).filter((p): p is PaymentRef => p !== null);
+      if (freed.length > 0) {
+        await tx.updateTable('payment_leases').set({ event_row_id: null, lease_token: null, lease_expires_at: null }).where(wherePayments(freed)).where('lease_token', '=', token).execute();
+      }
+    }
+    return events;
+  });
+
+  const byId = new Map(
+    claimed.map((row): [number, ClaimedEvent] => {
+      const attempts = row.attempts + 1;
+      const lease: Lease = { id: row.id, owner, token, expiresAt, attempts, payment: paymentOf(row) };
+      return [
+        row.id,
+        {
+          lease,
+          // Read as processing and due: its lease had expired, its worker died or stalled.
+          takeover: row.status === 'processing',
+          event: {
+            id: row.id,
+            provider: row.provider as ProviderName,
+            eventId: row.event_id,
+            eventType: row.event_type,
+            payload: JSON.parse(row.payload) as unknown,
+            headers: JSON.parse(row.headers) as Record<string, string>,
+            attempts,
+            createdAt: fromDbTime(row.created_at),
+          },
+        },
+      ];
+    }),
+  );
+  // An id offered twice in one batch is claimed once.
+  const handedOut = new Set<number>();
+  return ids.map((id) => {
+    const claim = byId.get(id);
+    if (!claim || handedOut.has(id)) return null;
+    handedOut.add(id);
+    return claim;
+  });
+}
+
+/** Thrown inside a completion batch to roll it back; its events then complete one by one. */
+class BatchAbandoned extends Error {}
+
+/**
+ * Runs every request's work and marks its event processed, all in one transaction: the payment
+ * leases released and the events fenced by one statement each. The whole batch stands or falls
+ * together: if one work fails or one lease was lost, it rolls back and returns null, and the caller
+ * runs each request alone so that a failure stays with its own event.
+ */
+export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], now: () => Date): Promise<string[] | null> {
+  try {
+    return await db.transaction().execute(async (tx) => {
+      const outcomes: string[] = [];
+      for (const { work } of requests) {
+        try {
+          outcomes.push(await work(tx));
+        } catch {
+          throw new BatchAbandoned();
+        }
+      }
+      await fence(tx, requests.map((r) => r.lease), outcomes, toDbTime(now()));
+      return outcomes;
+    });
+  } catch (error) {
+    if (error instanceof BatchAbandoned || error instanceof LeaseLostError) return null;
+    throw error;
+  }
+}
+
+/**
+ * Releases the leases' payments and marks their events processed, each only while the lease's own
+ * token still holds it (and, for the event, has not expired); any miss throws LeaseLostError, which
+ * rolls the transaction back.
+ */
+export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: string[], now: DbTime): Promise<void> {
+  const withPayment = leases.filter((lease) => lease.payment !== null);
+  if (withPayment.length > 0) {
+    const released = await tx
+      .updateTable('payment_leases')
+      .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
+      .where((eb) =>
+        eb.or(withPayment.map(({ payment, token }) => eb.and([eb('provider', '=', payment!.provider), eb('payment_id', '=', payment!.paymentId), eb('lease_token', '=', token)]))),
+      )
+      .executeTakeFirst();
+    if (Number(released.numUpdatedRows) !== withPayment.length) throw new LeaseLostError(leases[0]!.id);
+  }
+  const fenced = await tx
+    .updateTable('webhook_events')
+    .set((eb) => ({
+      status: 'processed',
+      outcome: leases
+        .slice(1)
+        .reduce((whens, lease, i) => whens.when('id', '=', lease.id).then(outcomes[i + 1]!), eb.case().when('id', '=', leases[0]!.id).then(outcomes[0]!))
+        .end(),
+      processed_at: now,
+      lease_token: null,
+      lease_expires_at: null,
+      next_attempt_at: null,
+      last_error: null,
+    }))
+    .where((eb) => eb.or(leases.map((lease) => eb.and([eb('id', '=', lease.id), eb('lease_token', '=', lease.token)]))))
+    .where('status', '=', 'processing')
+    .where('lease_expires_at', '>', now)
+    .executeTakeFirst();
+  if (Number(fenced.numUpdatedRows) !== leases.length) throw new LeaseLostError(leases[0]!.id);
+}
+
+/** For each payment, its event due the longest (one that waited while another held the payment). */
+export async function nextDueEvents(db: Kysely<InboxDatabase>, payments: PaymentRef[], now: DbTime): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select((eb) => ['provider', 'payment_id', eb.fn.min('id').as('id')])
+    .where((eb) =>
+      eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))]))),
+    )
+    .where('next_attempt_at', '<=', now)
+    .groupBy(['provider', 'payment_id'])
+    .execute();
+  return new Map(rows.map((row) => [paymentKey(row.provider, row.payment_id!), Number(row.id)]));
+}
