@@ -15,6 +15,7 @@ const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
+const MIN_RECORD_BATCH = 4;
 /** Claims or completions per transaction: enough to share a commit widely, few enough that one slow event delays few others. */
 const MAX_PROCESSING_BATCH = 32;
 
@@ -92,8 +93,9 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
-    // Alone (light load): one autocommit statement is one round trip, a batch transaction five.
-    if (requests.length === 1) return [{ status: 'fulfilled', value: await this.recordOne(requests[0]!) }];
+    // Light load: a new event alone is one autocommit statement, a batch transaction five round trips
+    // whatever its size, so a batch pays off from a handful of events on.
+    if (requests.length < MIN_RECORD_BATCH) return Promise.allSettled(requests.map((request) => this.recordOne(request)));
     try {
       const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests));
       return results.map((value) => ({ status: 'fulfilled', value }));
