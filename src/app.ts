@@ -75,7 +75,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   );
   const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
-  const sweeper = new Sweeper(store, (id) => pool.enqueue(id), logger, processing.sweepIntervalMs);
+  const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
   const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
   const inbox = new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports }));

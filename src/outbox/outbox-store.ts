@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
+import { Batcher, byGroup } from '../store/batcher.js';
 import { newLease } from '../store/lease.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
 
@@ -44,7 +45,30 @@ export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
  * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims
  * a row under a lease, and only the lease holder's token can finish it.
  */
+export interface ClaimedMessage {
+  lease: OutboxLease;
+  message: OutboxMessage;
+}
+
+interface ClaimRequest {
+  id: number;
+  owner: string;
+  leaseMs: number;
+}
+
+/** Claims per statement: the dispatcher's lanes claim at about the same time. */
+const MAX_CLAIM_BATCH = 100;
+
 export class OutboxStore {
+  /** Concurrent claims (the dispatcher's lanes) share one UPDATE and one read (see Batcher). */
+  private readonly claims = new Batcher<ClaimRequest, ClaimedMessage | null>(
+    byGroup(
+      (r) => `${r.owner}\u0000${r.leaseMs}`,
+      (group) => this.claimMany(group.map((r) => r.id), group[0]!.owner, group[0]!.leaseMs),
+    ),
+    { maxBatch: MAX_CLAIM_BATCH, maxInFlight: 1 },
+  );
+
   constructor(
     private readonly db: Kysely<InboxDatabase>,
     private readonly clock: Clock,
@@ -69,24 +93,35 @@ export class OutboxStore {
   }
 
   /** Takes the lease if the row is due; null when another dispatcher holds it or it is not due. */
-  async claim(id: number, owner: string, leaseMs: number): Promise<{ lease: OutboxLease; message: OutboxMessage } | null> {
+  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedMessage | null> {
+    return this.claims.submit({ id, owner, leaseMs });
+  }
+
+  /** One conditional UPDATE leases every due row of `ids` under one token; a read returns those it got. */
+  private async claimMany(ids: number[], owner: string, leaseMs: number): Promise<Array<ClaimedMessage | null>> {
     const now = this.clock.now();
     const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
+    const unique = [...new Set(ids)];
     const claimed = await this.db
       .updateTable('outbox')
       .set((eb) => ({ status: 'sending', attempts: eb('attempts', '+', 1), ...columns }))
-      .where('id', '=', id)
+      .where('id', 'in', unique)
       .where('status', 'in', UNFINISHED)
       .where('next_attempt_at', '<=', toDbTime(now))
       .executeTakeFirst();
-    if (claimed.numUpdatedRows !== 1n) return null;
+    if (claimed.numUpdatedRows === 0n) return ids.map(() => null);
 
-    const row = await this.db.selectFrom('outbox').selectAll().where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
-    if (!row) return null;
-    return {
-      lease: { id, token, expiresAt, attempts: row.attempts },
-      message: { id, idempotencyKey: row.idempotency_key, kind: row.kind, payload: JSON.parse(row.payload) as unknown },
-    };
+    const rows = await this.db.selectFrom('outbox').selectAll().where('id', 'in', unique).where('lease_token', '=', token).execute();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.map((id, i) => {
+      const row = byId.get(id);
+      // An id asked for twice in one batch is claimed once.
+      if (!row || ids.indexOf(id) !== i) return null;
+      return {
+        lease: { id, token, expiresAt, attempts: row.attempts },
+        message: { id, idempotencyKey: row.idempotency_key, kind: row.kind, payload: JSON.parse(row.payload) as unknown },
+      };
+    });
   }
 
   /**

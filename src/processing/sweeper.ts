@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { InboxStore } from '../store/store.js';
+import type { WorkerPool } from './worker-pool.js';
 
 /**
  * Finds every event that is due (new, retry time reached, lease expired) and hands it to the workers.
@@ -12,7 +13,7 @@ export class Sweeper {
 
   constructor(
     private readonly store: InboxStore,
-    private readonly enqueue: (id: number) => boolean,
+    private readonly workers: Pick<WorkerPool, 'enqueue' | 'whenFree'>,
     private readonly logger: Logger,
     /** Events due for less than this are left to the queue transport, which is about to deliver them. */
     private readonly overdueMs = 0,
@@ -22,21 +23,30 @@ export class Sweeper {
   async runOnce(): Promise<{ due: number; enqueued: number }> {
     const due = await this.store.dueEventIds(this.batchSize, this.overdueMs);
     let enqueued = 0;
-    for (const id of due) if (this.enqueue(id)) enqueued++;
+    for (const id of due) if (this.workers.enqueue(id)) enqueued++;
     return { due: due.length, enqueued };
   }
 
+  /**
+   * Sweeps every `intervalMs`; after a full batch, again as soon as a worker is free, so a backlog
+   * drains at the workers' pace rather than one batch per interval.
+   */
   start(intervalMs: number): void {
-    const tick = () => {
+    const tick = async () => {
+      let full = false;
       this.running = this.runOnce()
-        .then((counts) => counts.enqueued > 0 && this.logger.debug(counts, 'sweeper enqueued due events'))
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'sweep failed; will retry'))
-        .finally(() => {
-          this.running = undefined;
-          if (this.timer) this.timer = setTimeout(tick, intervalMs);
-        });
+        .then((counts) => {
+          full = counts.due === this.batchSize && counts.enqueued > 0;
+          if (counts.enqueued > 0) this.logger.debug(counts, 'sweeper enqueued due events');
+        })
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'sweep failed; will retry'));
+      await this.running;
+      this.running = undefined;
+      // Not part of `running`: stopping must not wait for a free worker.
+      if (full) await this.workers.whenFree();
+      if (this.timer) this.timer = setTimeout(() => void tick(), full ? 0 : intervalMs);
     };
-    this.timer = setTimeout(tick, intervalMs);
+    this.timer = setTimeout(() => void tick(), intervalMs);
   }
 
   async stop(): Promise<void> {

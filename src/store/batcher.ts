@@ -83,3 +83,34 @@ export class Batcher<Input, Output> {
     }
   }
 }
+
+/**
+ * A batch runner for requests that can share a statement only with their own kind (same owner and
+ * lease time, say): runs `run` once per group of equal `keyOf`, one group after the other, and
+ * settles each request with its group's result or error.
+ */
+export function byGroup<Input, Output>(keyOf: (input: Input) => string, run: (group: Input[]) => Promise<Output[]>): BatchRunner<Input, Output> {
+  return async (inputs) => {
+    const results = new Map<Input, PromiseSettledResult<Output>>();
+    for (const group of groupBy(inputs, keyOf).values()) {
+      try {
+        const outputs = await run(group);
+        group.forEach((input, i) => results.set(input, { status: 'fulfilled', value: outputs[i]! }));
+      } catch (error) {
+        for (const input of group) results.set(input, { status: 'rejected', reason: error });
+      }
+    }
+    return inputs.map((input) => results.get(input)!);
+  };
+}
+
+export function groupBy<T, K>(items: T[], keyOfItem: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const key = keyOfItem(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}

@@ -1,6 +1,7 @@
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
+import { groupBy } from './batcher.js';
 import type { RecordResult } from './store.js';
 
 /** The store's writes for many callers at once (see Batcher): one result per request, in request order. */
@@ -21,16 +22,6 @@ export class ConcurrentInsertError extends Error {}
 
 const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
 
-export function groupBy<T, K>(items: T[], keyOfItem: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const key = keyOfItem(item);
-    const group = groups.get(key);
-    if (group) group.push(item);
-    else groups.set(key, [item]);
-  }
-  return groups;
-}
 
 interface KnownRow {
   id: number;

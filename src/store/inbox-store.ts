@@ -3,8 +3,8 @@ import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
-import { Batcher } from './batcher.js';
-import { groupBy, recordBatch, type RecordRequest } from './group-commit.js';
+import { Batcher, byGroup } from './batcher.js';
+import { recordBatch, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLease, type PaymentRef } from './payment-leases.js';
 import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type ClaimRequest, type CompletionRequest } from './processing-batches.js';
@@ -18,6 +18,12 @@ const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
 const MIN_RECORD_BATCH = 4;
 /** Claims or completions per transaction: enough to share a commit widely, few enough that one slow event delays few others. */
 const MAX_PROCESSING_BATCH = 32;
+/**
+ * Claim (or completion) batches at once. Two, not the ack path's four: at moderate load a free slot
+ * starts a batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
+ * same throughput), while a batch held up by a slow handler still leaves one slot to the others.
+ */
+const PROCESSING_BATCHES_IN_FLIGHT = 2;
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
@@ -50,8 +56,15 @@ export class KyselyInboxStore implements InboxStore {
       weight: (request) => request.event.payload.length,
       maxWeight: MAX_RECORD_BATCH_BYTES,
     });
-    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: dialect.concurrentBatches };
-    this.claims = new Batcher((requests) => this.claimMany(requests), processing);
+    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, dialect.concurrentBatches) };
+    // Workers of one process share owner and lease time; tests may run several in one process.
+    this.claims = new Batcher(
+      byGroup(
+        (r) => `${r.owner}\u0000${r.leaseMs}`,
+        (group) => this.withConflictRetries(() => claimBatch(this.db, group.map((r) => r.id), group[0]!.owner, group[0]!.leaseMs, this.clock.now())),
+      ),
+      processing,
+    );
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);
     this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
   }
@@ -160,21 +173,6 @@ export class KyselyInboxStore implements InboxStore {
 
   claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
     return this.claims.submit({ id, owner, leaseMs });
-  }
-
-  private async claimMany(requests: ClaimRequest[]): Promise<Array<PromiseSettledResult<ClaimedEvent | null>>> {
-    const results = new Map<ClaimRequest, PromiseSettledResult<ClaimedEvent | null>>();
-    // Workers of one process share owner and lease time; tests may run several in one process.
-    for (const group of groupBy(requests, (r) => `${r.owner}\u0000${r.leaseMs}`).values()) {
-      const { owner, leaseMs } = group[0]!;
-      try {
-        const claims = await this.withConflictRetries(() => claimBatch(this.db, group.map((r) => r.id), owner, leaseMs, this.clock.now()));
-        group.forEach((request, i) => results.set(request, { status: 'fulfilled', value: claims[i]! }));
-      } catch (error) {
-        for (const request of group) results.set(request, { status: 'rejected', reason: error });
-      }
-    }
-    return requests.map((request) => results.get(request)!);
   }
 
   completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {

@@ -1,7 +1,7 @@
 import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName } from '../providers/provider.js';
-import { groupBy } from './group-commit.js';
+import { groupBy } from './batcher.js';
 import { newLease } from './lease.js';
 import type { PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
