@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
-import { startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
+import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
@@ -198,6 +198,7 @@ async function runGrowth(settings: BenchSettings, workDir: string): Promise<Grow
 }
 
 export async function runBench(settings: BenchSettings): Promise<BenchResults> {
+  await buildService();
   const workDir = mkdtempSync(join(tmpdir(), 'wi-bench-'));
   if (settings.profileDir) mkdirSync(settings.profileDir, { recursive: true });
   const startedAt = new Date().toISOString();
