@@ -10,6 +10,9 @@ import { Harness, paymentEffects, testConfig } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 
 const database = await createTestDatabase();
+after(async () => {
+  if (!('skip' in database)) await database.drop();
+});
 
 const PAYMENTS = 8;
 const LIFECYCLE = ['payment_intent.created', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded', 'charge.succeeded'];
@@ -55,7 +58,6 @@ describe('events of one payment never run at the same time; different payments d
   });
   after(async () => {
     for (const server of servers ?? []) await server.close();
-    await db?.drop();
   });
 
   test(`${PAYMENTS} payments x ${LIFECYCLE.length} events, all delivered at once to two inboxes`, async () => {
@@ -85,5 +87,34 @@ describe('events of one payment never run at the same time; different payments d
     await servers[0]!.waitFor('dispute processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', 'evt_serial_dispute'))?.status === 'processed');
     const row = await servers[0]!.db.selectFrom('webhook_events').select('payment_id').where('event_id', '=', 'evt_serial_dispute').executeTakeFirstOrThrow();
     assert.equal(row.payment_id, null);
+  });
+});
+
+describe('inline mode: an event that waited for its payment is handed on at once', { skip: 'skip' in database && database.skip }, () => {
+  let db: TestDatabase;
+  let server: Harness;
+  const { seen, apply } = observingApplier(systemClock);
+
+  before(async () => {
+    db = database as TestDatabase;
+    // No sweeper within the test: only the hand-off can process the event that waited.
+    server = await Harness.start(db.url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply });
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  test('events of one payment delivered together are each answered 200 after processing', async () => {
+    const deliveries = LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_inline_${type}`, type, 'pi_inline', { userId: 'u_inline', courseId: 'c_inline' })));
+    const started = Date.now();
+    const responses = await Promise.all(deliveries.map((d) => server.post(d)));
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      LIFECYCLE.map(() => 200),
+    );
+    assert.ok(Date.now() - started < 4000, `answered in ${Date.now() - started} ms, not after waiting for a sweep`);
+    assert.equal(seen.perPayment, 1);
+    const rows = await server.db.selectFrom('webhook_events').select('status').where('event_id', 'like', 'evt_inline_%').execute();
+    assert.deepEqual(rows.map((r) => r.status), LIFECYCLE.map(() => 'processed'));
   });
 });
