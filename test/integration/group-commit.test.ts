@@ -1,118 +1,111 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
 import { openStore } from '../../src/store/open-store.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { InboxStore } from '../../src/store/store.js';
-import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
+import { STORE_BACKENDS, type TestDatabase } from '../support/database.js';
+import { describeEachStore } from '../support/store-suite.js';
 import { TestClock } from '../support/harness.js';
 
 /**
  * Group commit (src/store/batcher.ts, group-commit.ts): concurrent calls share one transaction, yet
  * every caller gets its own, exact answer. Run on every store.
  */
-const databases = await createTestDatabases();
 const LEASE_MS = 30_000;
 
 function verified(eventId: string): VerifiedEvent {
   return { provider: 'razorpay', eventId, eventType: 'payment.captured', payload: JSON.stringify({ id: eventId }), headers: {} };
 }
 
-for (const backend of STORE_BACKENDS) {
-  const database = databases[backend];
-  describe(`group commit (${backend})`, { skip: 'skip' in database && database.skip }, () => {
-    let db: TestDatabase;
-    let store: InboxStore;
-    const clock = new TestClock();
-
-    before(async () => {
-      db = database as TestDatabase;
-      store = openStore(db.url, { poolSize: 4, clock });
-      await store.migrate();
-    });
-    after(async () => {
-      await store?.close();
-      await db?.drop();
-    });
-
-    test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
-      const old = await store.record(verified('gc_old'));
-      const claimed = await store.claim(old.id, 'w', LEASE_MS);
-      await store.completeFenced(claimed!.lease, async () => 'done');
-
-      const names = ['gc_a', 'gc_b', 'gc_a', 'gc_old', 'gc_c', 'gc_b', 'gc_a'];
-      const results = await Promise.all(names.map((name) => store.record(verified(name))));
-      for (const name of ['gc_a', 'gc_b', 'gc_c']) {
-        const own = results.filter((_, i) => names[i] === name);
-        assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `${name} recorded once`);
-        assert.equal(new Set(own.map((r) => r.id)).size, 1, `${name}: one row`);
-        assert.equal((await store.findEvent('razorpay', name))?.id, own[0]!.id);
-      }
-      assert.deepEqual(results[3], { outcome: 'duplicate', id: old.id, status: 'processed' }, 'a stored event answers with its own row and status');
-      assert.equal(results[0]!.outcome, 'recorded', 'the first delivery of an event in a batch records it');
-    });
-
-    test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
-      const now = toDbTime(clock.now());
-      await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
-      const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
-      assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
-      assert.deepEqual(results[2], results[0]);
-      assert.equal(results[1]!.outcome, 'recorded');
-      assert.equal(await store.findEvent('razorpay', 'gc_archived'), null, 'no new row for an archived event');
-    });
-
-    test('two stores racing on the same events (two processes): still one "recorded" per event', async () => {
-      const other = openStore(db.url, { poolSize: 4, clock });
-      try {
-        const names = Array.from({ length: 40 }, (_, i) => `gc_race_${i % 20}`);
-        const results = await Promise.all(names.map((name, i) => (i % 2 === 0 ? store : other).record(verified(name))));
-        for (let i = 0; i < 20; i++) {
-          const own = results.filter((_, j) => names[j] === `gc_race_${i}`);
-          assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `gc_race_${i} recorded once`);
-          assert.equal(new Set(own.map((r) => r.id)).size, 1);
-        }
-      } finally {
-        await other.close();
-      }
-    });
-
-    test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
-      const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
-      const claims = await Promise.all([...ids, ...ids].map((id) => store.claim(id, 'worker', LEASE_MS)));
-      const won = claims.filter((c) => c !== null);
-      assert.deepEqual(won.map((c) => c.lease.id).sort(), [...ids].sort());
-      assert.deepEqual(won.map((c) => c.event.id).sort(), [...ids].sort());
-    });
-
-    test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
-      const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
-      const leases = [];
-      for (const name of names) leases.push((await store.claim((await store.record(verified(name))).id, 'worker', LEASE_MS))!.lease);
-      const stolen = { ...leases[2]!, token: 'not-the-token' };
-      const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
-        const now = toDbTime(clock.now());
-        await tx.insertInto('orders').values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now }).execute();
-        if (paymentId === 'pay_fails') throw new Error('handler failed');
-        return `order ${paymentId}`;
-      };
-      const results = await Promise.allSettled([
-        store.completeFenced(leases[0]!, writeOrder('pay_ok_1')),
-        store.completeFenced(leases[1]!, writeOrder('pay_fails')),
-        store.completeFenced(stolen, writeOrder('pay_lost')),
-        store.completeFenced(leases[3]!, writeOrder('pay_ok_2')),
-      ]);
-      assert.deepEqual(results[0], { status: 'fulfilled', value: 'order pay_ok_1' });
-      assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
-      assert.equal(results[1]!.status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
-      assert.ok(results[2]!.status === 'rejected' && results[2].reason instanceof LeaseLostError);
-      const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
-      assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
-      const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
-      assert.deepEqual(states.map((s) => s?.status), ['processed', 'processing', 'processing', 'processed']);
-    });
+await describeEachStore('group commit', (suite) => {
+  let db: TestDatabase;
+  let store: InboxStore;
+  const { clock } = suite;
+  before(() => {
+    ({ database: db, store } = suite);
   });
+
+  test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
+    const old = await store.record(verified('gc_old'));
+    const claimed = await store.claim(old.id, 'w', LEASE_MS);
+    await store.completeFenced(claimed!.lease, async () => 'done');
+
+    const names = ['gc_a', 'gc_b', 'gc_a', 'gc_old', 'gc_c', 'gc_b', 'gc_a'];
+    const results = await Promise.all(names.map((name) => store.record(verified(name))));
+    for (const name of ['gc_a', 'gc_b', 'gc_c']) {
+      const own = results.filter((_, i) => names[i] === name);
+      assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `${name} recorded once`);
+      assert.equal(new Set(own.map((r) => r.id)).size, 1, `${name}: one row`);
+      assert.equal((await store.findEvent('razorpay', name))?.id, own[0]!.id);
+    }
+    assert.deepEqual(results[3], { outcome: 'duplicate', id: old.id, status: 'processed' }, 'a stored event answers with its own row and status');
+    assert.equal(results[0]!.outcome, 'recorded', 'the first delivery of an event in a batch records it');
+  });
+
+  test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
+    const now = toDbTime(clock.now());
+    await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
+    const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
+    assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
+    assert.deepEqual(results[2], results[0]);
+    assert.equal(results[1]!.outcome, 'recorded');
+    assert.equal(await store.findEvent('razorpay', 'gc_archived'), null, 'no new row for an archived event');
+  });
+
+  test('two stores racing on the same events (two processes): still one "recorded" per event', async () => {
+    const other = openStore(db.url, { poolSize: 4, clock });
+    try {
+      const names = Array.from({ length: 40 }, (_, i) => `gc_race_${i % 20}`);
+      const results = await Promise.all(names.map((name, i) => (i % 2 === 0 ? store : other).record(verified(name))));
+      for (let i = 0; i < 20; i++) {
+        const own = results.filter((_, j) => names[j] === `gc_race_${i}`);
+        assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `gc_race_${i} recorded once`);
+        assert.equal(new Set(own.map((r) => r.id)).size, 1);
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
+    const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
+    const claims = await Promise.all([...ids, ...ids].map((id) => store.claim(id, 'worker', LEASE_MS)));
+    const won = claims.filter((c) => c !== null);
+    assert.deepEqual(won.map((c) => c.lease.id).sort(), [...ids].sort());
+    assert.deepEqual(won.map((c) => c.event.id).sort(), [...ids].sort());
+  });
+
+  test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
+    const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
+    const leases = [];
+    for (const name of names) leases.push((await store.claim((await store.record(verified(name))).id, 'worker', LEASE_MS))!.lease);
+    const stolen = { ...leases[2]!, token: 'not-the-token' };
+    const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
+      const now = toDbTime(clock.now());
+      await tx.insertInto('orders').values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now }).execute();
+      if (paymentId === 'pay_fails') throw new Error('handler failed');
+      return `order ${paymentId}`;
+    };
+    const results = await Promise.allSettled([
+      store.completeFenced(leases[0]!, writeOrder('pay_ok_1')),
+      store.completeFenced(leases[1]!, writeOrder('pay_fails')),
+      store.completeFenced(stolen, writeOrder('pay_lost')),
+      store.completeFenced(leases[3]!, writeOrder('pay_ok_2')),
+    ]);
+    assert.deepEqual(results[0], { status: 'fulfilled', value: 'order pay_ok_1' });
+    assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
+    assert.equal(results[1]!.status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
+    assert.ok(results[2]!.status === 'rejected' && results[2].reason instanceof LeaseLostError);
+    const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
+    assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
+    const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
+    assert.deepEqual(states.map((s) => s?.status), ['processed', 'processing', 'processing', 'processed']);
+  });
+});
+
+for (const backend of STORE_BACKENDS) {
 
   describe(`group commit, store unreachable (${backend})`, () => {
     test('every request waiting in the batch gets the store error (503)', async () => {

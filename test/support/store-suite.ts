@@ -1,0 +1,39 @@
+import { after, before, describe } from 'node:test';
+import { openStore } from '../../src/store/open-store.js';
+import type { InboxStore } from '../../src/store/store.js';
+import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';
+import { TestClock } from './harness.js';
+
+/** What a suite over one store sees: set before its tests run. */
+export interface StoreSuite {
+  backend: StoreBackendName;
+  database: TestDatabase;
+  store: InboxStore;
+  clock: TestClock;
+  /** The migrations the suite's store applied to its fresh database. */
+  migrated: string[];
+}
+
+/**
+ * `describe(title (backend))` once per store backend, each on a database of its own with a migrated
+ * store on a test clock; the store is closed and the database dropped after the suite.
+ */
+export async function describeEachStore(title: string, body: (suite: StoreSuite) => void): Promise<void> {
+  const databases = await createTestDatabases();
+  for (const backend of STORE_BACKENDS) {
+    const database = databases[backend];
+    describe(`${title} (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+      const suite = { backend, clock: new TestClock() } as StoreSuite;
+      before(async () => {
+        suite.database = database as TestDatabase;
+        suite.store = openStore(suite.database.url, { poolSize: 4, clock: suite.clock });
+        suite.migrated = await suite.store.migrate();
+      });
+      after(async () => {
+        await suite.store?.close();
+        await suite.database?.drop();
+      });
+      body(suite);
+    });
+  }
+}
