@@ -19,6 +19,11 @@ export interface PoolOptions {
   /** Share of unique events delivered several times at once (parallel retries of one delivery). */
   burstShare?: number;
   burstCopies?: number;
+  /**
+   * Forgeries: the same deliveries with one byte more in the body, so every signature is wrong while
+   * the request looks real (full size, well-formed headers): the receiver pays a whole HMAC for each.
+   */
+  forged?: boolean;
 }
 
 export interface DeliveryPool {
@@ -84,8 +89,8 @@ function paymentDeliveries(provider: number, id: string, user: string, course: s
   return [payuDelivery({ ...fields, mihpayid: `mihpay_${id}`, txnid: `txn_${id}`, udf1: user, udf2: course })];
 }
 
-function pooled(delivery: SignedDelivery): PooledDelivery {
-  return { path: `/webhooks/${delivery.provider}`, headers: delivery.headers, body: Buffer.from(delivery.body) };
+function pooled(delivery: SignedDelivery, forged: boolean): PooledDelivery {
+  return { path: `/webhooks/${delivery.provider}`, headers: delivery.headers, body: Buffer.from(forged ? `${delivery.body}\n` : delivery.body) };
 }
 
 /**
@@ -104,7 +109,7 @@ export function buildPool(options: PoolOptions): DeliveryPool {
     const id = `${options.prefix}${payment.toString(36)}${Math.floor(next() * 1e9).toString(36)}`;
     const user = `user_${Math.floor(next() * 50_000)}`;
     const course = `course_${Math.floor(next() * 200)}`;
-    for (const delivery of paymentDeliveries(next(), id, user, course)) unique.push(pooled(delivery));
+    for (const delivery of paymentDeliveries(next(), id, user, course)) unique.push(pooled(delivery, options.forged === true));
   }
   unique.length = options.events;
 

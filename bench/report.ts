@@ -24,7 +24,15 @@ export interface TargetRun {
   /** A fixed-rate step as long as the saturation run, where processing must keep up. */
   sustained: Step | null;
   saturation: Step;
+  /** Valid deliveries at a fixed rate, alone and then while forged ones come at saturation. */
+  flood: ForgedFlood | null;
   peakRssMb: number;
+}
+
+export interface ForgedFlood {
+  quiet: LoadResult;
+  valid: LoadResult;
+  forged: LoadResult;
 }
 
 export interface GrowthRun {
@@ -50,6 +58,17 @@ export interface TargetSummary {
   sustained: { rate: number; acksPerSec: number; ackP99Ms: number | null; processedPerSec: number | null; keepUp: number | null; lagMs: { p50: number | null; p99: number | null } | null } | null;
   peakRssMb: number;
   paced: Array<{ rate: number; acksPerSec: number; p50: number | null; p99: number | null; p99_9: number | null }>;
+  flood: {
+    rate: number;
+    quietP99Ms: number | null;
+    floodP50Ms: number | null;
+    floodP99Ms: number | null;
+    /** Valid deliveries that got no 2xx during the flood. */
+    validRefused: number;
+    forgedPerSec: number;
+    /** Forged deliveries that got a 2xx: must be 0. */
+    forgedAccepted: number;
+  } | null;
 }
 
 export interface Check {
@@ -119,6 +138,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
     });
     const processing = processingOf(saturations);
     const sustainedSteps = own.map((r) => r.sustained).filter((s): s is Step => s !== null);
+    const floods = own.map((r) => r.flood).filter((f): f is ForgedFlood => f !== null);
     return {
       target: name,
       label: TARGETS[name]!.label,
@@ -157,6 +177,18 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
           p99_9: nullableMedian(steps.map((s) => s.latencyMs.p99_9)),
         };
       }),
+      flood:
+        settings.floodRate === null || floods.length === 0
+          ? null
+          : {
+              rate: settings.floodRate,
+              quietP99Ms: nullableMedian(floods.map((f) => f.quiet.latencyMs.p99)),
+              floodP50Ms: nullableMedian(floods.map((f) => f.valid.latencyMs.p50)),
+              floodP99Ms: nullableMedian(floods.map((f) => f.valid.latencyMs.p99)),
+              validRefused: floods.reduce((sum, f) => sum + f.valid.non2xx + f.valid.errors, 0),
+              forgedPerSec: round(median(floods.map((f) => f.forged.requests / ((f.forged.finishedAt - f.forged.startedAt) / 1000))), 0),
+              forgedAccepted: floods.reduce((sum, f) => sum + f.forged.acks, 0),
+            },
     };
   });
   const byName = (name: string) => targets.find((t) => t.target === name);
@@ -203,6 +235,14 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
   if (largest?.ratioToEmpty != null) {
     result.push({ target: `growth: ${largest.rows.toLocaleString('en')} rows >= 0.8x empty-table throughput`, met: largest.ratioToEmpty >= 0.8, measured: `${largest.ratioToEmpty}x (${largest.acksPerSec} acks/s)` });
   }
+  const flood = background?.flood;
+  if (flood) {
+    result.push({
+      target: `a forged flood does not starve valid deliveries (${flood.rate}/s valid during the flood): every valid one acknowledged, no forged one`,
+      met: flood.validRefused === 0 && flood.forgedAccepted === 0,
+      measured: `valid p99 ${flood.floodP99Ms} ms during ${flood.forgedPerSec} forged/s (${flood.quietP99Ms} ms without), ${flood.validRefused} valid refused, ${flood.forgedAccepted} forged accepted`,
+    });
+  }
   const services = targets.filter((t) => t.target !== 'baseline');
   if (services.length > 0) {
     const peak = Math.max(...services.map((t) => t.peakRssMb));
@@ -242,6 +282,22 @@ function markdown(results: BenchResults): string {
     `|---|${settings.rates.map(() => '---').join('|')}|`,
     ...summary.targets.map((t) => `| ${t.label} | ${t.paced.map((p) => `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.p99_9)}`).join(' | ')} |`),
   ];
+  const floods = summary.targets.filter((t) => t.flood);
+  if (floods.length > 0) {
+    lines.push(
+      '',
+      `## Forged flood (valid deliveries at ${settings.floodRate}/s for ${settings.pacedDurationSec} s, alone and then with forged ones at saturation from a second process)`,
+      '',
+      '| target | valid p99 alone (ms) | valid p50 / p99 during the flood (ms) | valid refused | forged/s | forged accepted |',
+      '|---|---|---|---|---|---|',
+      ...floods.map((t) => {
+        const f = t.flood!;
+        return `| ${t.label} | ${cell(f.quietP99Ms)} | ${cell(f.floodP50Ms)} / ${cell(f.floodP99Ms)} | ${f.validRefused} | ${f.forgedPerSec} | ${f.forgedAccepted} |`;
+      }),
+      '',
+      'Forged deliveries are real ones with one byte added to the body: well-formed, full size, every signature wrong, so each costs the receiver a whole HMAC and nothing more (no database access before the signature is checked).',
+    );
+  }
   if (summary.growth.length > 0) {
     lines.push('', '## Growth (same saturation load, table pre-filled)', '', '| rows already in webhook_events | target | acks/s | x empty table | ack p99 (ms) |', '|---|---|---|---|---|');
     for (const g of summary.growth) lines.push(`| ${g.rows.toLocaleString('en')} | ${g.target} | ${g.acksPerSec} | ${cell(g.ratioToEmpty, 'x')} | ${cell(g.latencyP99Ms)} |`);

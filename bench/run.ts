@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
-import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type GrowthRun, type Step, type TargetRun } from './report.js';
+import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
 import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const run = promisify(execFile);
@@ -23,6 +23,8 @@ export interface BenchSettings {
   rates: number[];
   /** Offered load of the sustained step (processing must keep up over it), or null to skip it. */
   sustainedRate: number | null;
+  /** Valid deliveries/s of the forged-flood step (background target), or null to skip it. */
+  floodRate: number | null;
   connections: number;
   repeat: number;
   growth: number[];
@@ -64,6 +66,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
     .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
+    .option('--flood <rate>', 'valid deliveries/s sent while forged ones come at saturation (background target; full and quick: 250); 0 skips it', atLeast(0))
     .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positive)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
@@ -87,6 +90,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     pacedDurationSec: pick(o.pacedDuration, 10, 3),
     rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
     sustainedRate: o.sustained === 0 ? null : pick<number | null>(o.sustained, 1000, null),
+    floodRate: o.flood === 0 ? null : pick<number | null>(o.flood, 250, 250),
     connections: o.connections as number,
     repeat: pick(o.repeat, 3, 1),
     growth: pick(o.growth, [1_000_000, 5_000_000], []),
@@ -107,10 +111,10 @@ export function parseSettings(argv: string[]): BenchSettings {
 let stepCounter = 0;
 
 /** Runs one load step from a separate process and returns what it measured. */
-async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<LoadResult> {
+async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number, forged = false): Promise<LoadResult> {
   const step = ++stepCounter;
   const events = Math.ceil(seconds * (rate ?? settings.maxRate));
-  const job: LoadJob = { url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step } };
+  const job: LoadJob = { url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } };
   const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load-generator.ts'), JSON.stringify(job)], { maxBuffer: 64 * 1024 * 1024 });
   return JSON.parse(stdout) as LoadResult;
 }
@@ -124,6 +128,15 @@ async function measuredStep(settings: BenchSettings, spec: TargetSpec, database:
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing not finished ${settings.drainTimeoutSec}s after the load ended`);
   return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
+}
+
+/** Valid deliveries at `rate` alone, then again while a second process sends forged ones at saturation. */
+async function forgedFlood(settings: BenchSettings, url: string, rate: number): Promise<ForgedFlood> {
+  const quiet = await load(settings, url, 'paced', settings.pacedDurationSec, rate);
+  const [valid, forged] = await Promise.all([load(settings, url, 'paced', settings.pacedDurationSec, rate), load(settings, url, 'saturate', settings.pacedDurationSec, undefined, true)]);
+  const perSec = Math.round(forged.requests / ((forged.finishedAt - forged.startedAt) / 1000));
+  console.log(`  forged flood: valid p99 ${valid.latencyMs.p99} ms (alone ${quiet.latencyMs.p99} ms), ${valid.non2xx + valid.errors} valid refused; ${perSec} forged/s, ${forged.acks} accepted`);
+  return { quiet, valid, forged };
 }
 
 function describeStep(step: Step): string {
@@ -167,7 +180,8 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
       }
       const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
       console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
-      return { target: spec.name, repetition, paced, sustained, saturation, peakRssMb: target.peakRssMb() };
+      const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
+      return { target: spec.name, repetition, paced, sustained, saturation, flood, peakRssMb: target.peakRssMb() };
     });
   });
 }

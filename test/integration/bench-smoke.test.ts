@@ -20,7 +20,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  test('runs every target and writes results.json, report.md and latency.svg', async () => {
+  test('runs every target and the forged flood, and writes results.json, report.md and latency.svg', async () => {
     out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
     const settings = parseSettings([
       '--quick',
@@ -29,6 +29,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       '--warmup', '0',
       '--paced-duration', '1',
       '--rates', '50',
+      '--flood', '50',
       '--connections', '4',
       '--max-rate', '500',
       '--out', out,
@@ -49,6 +50,10 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
     }
     assert.ok(results.summary.targets[1]!.ackRatio! > 0, 'quoted as a ratio to the baseline');
+    const flood = results.summary.targets[1]!.flood!;
+    assert.equal(flood.forgedAccepted, 0, 'no forged delivery got a 2xx');
+    assert.equal(flood.validRefused, 0, 'every valid delivery was acknowledged during the flood');
+    assert.ok(flood.forgedPerSec > 0);
     assert.ok(results.summary.checks.length > 0);
 
     const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as typeof results;
