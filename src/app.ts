@@ -64,15 +64,11 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
     clock,
     logger,
     metrics,
+    // Whether the attempt came from a worker or an inline request, the waiting event goes to this
+    // process's workers.
+    handOff: (id) => pool.enqueue(id),
   });
-  const pool: WorkerPool = new WorkerPool(
-    async (id) => {
-      const processed = await processor.process(id);
-      if ('handOff' in processed && processed.handOff !== undefined) pool.enqueue(processed.handOff);
-    },
-    processing.concurrency,
-    logger,
-  );
+  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
   const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);

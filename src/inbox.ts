@@ -93,9 +93,6 @@ export class Inbox {
   private async processInline(recorded: RecordResult): Promise<void> {
     if (recorded.status === 'processed') return;
     const attempt = await this.processor.process(recorded.id);
-    // An event of the same payment waited for this one (its own request is polling below): the
-    // workers take it now rather than the sweeper later.
-    if ('handOff' in attempt && attempt.handOff !== undefined) this.queue.publish(attempt.handOff);
     if (attempt.result === 'processed') return;
     if (attempt.result === 'failed') {
       if (attempt.retryAt === null) return; // Given up: recorded for an operator; retries cannot help.

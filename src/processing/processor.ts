@@ -6,14 +6,10 @@ import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
-/**
- * `handOff`: an event of the same payment that became due while this one held the payment (its claim
- * was refused); the caller offers it at once instead of leaving it to the sweeper.
- */
 export type ProcessResult =
-  | { result: 'processed'; outcome: string; handOff?: number }
+  | { result: 'processed'; outcome: string }
   | { result: 'not_claimed' }
-  | { result: 'failed'; error: string; retryAt: Date | null; handOff?: number }
+  | { result: 'failed'; error: string; retryAt: Date | null }
   | { result: 'lease_lost' };
 
 /** What a claimed attempt can end with. */
@@ -29,6 +25,11 @@ export interface ProcessorOptions {
   clock: Clock;
   logger: Logger;
   metrics: InboxMetrics;
+  /**
+   * Takes an event of the same payment that became due while this one held the payment (its claim
+   * was refused), so it runs at once instead of waiting for the sweeper.
+   */
+  handOff?: (id: number) => void;
 }
 
 /**
@@ -74,7 +75,8 @@ export class Processor {
           attempt.retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left',
         );
     }
-    return attempt.result === 'lease_lost' ? attempt : { ...attempt, ...(await this.handOff(lease)) };
+    if (attempt.result !== 'lease_lost') await this.handOff(lease);
+    return attempt;
   }
 
   /**
@@ -96,10 +98,11 @@ export class Processor {
     return released.filter(Boolean).length;
   }
 
-  private async handOff(lease: Lease): Promise<{ handOff?: number }> {
-    if (!lease.payment) return {};
-    const next = await this.options.store.nextDueEventOfPayment(lease.payment).catch(() => null);
-    return next === null ? {} : { handOff: next };
+  private async handOff(lease: Lease): Promise<void> {
+    const { store, handOff } = this.options;
+    if (!lease.payment || !handOff) return;
+    const next = await store.nextDueEventOfPayment(lease.payment).catch(() => null);
+    if (next !== null) handOff(next);
   }
 
   private async attempt(lease: Lease, event: InboxEvent, log: Logger): Promise<AttemptOutcome> {
