@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { Batcher, byGroup } from '../store/batcher.js';
-import { newLease } from '../store/lease.js';
+import { Batcher } from '../store/batcher.js';
+import { claimsByOwner, newLease, type ClaimRequest } from '../store/lease.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
 
 /** A side effect as a transport sees it. */
@@ -41,31 +41,22 @@ const UNFINISHED: OutboxStatus[] = ['pending', 'sending'];
 /** Final rows an operator may send again. A sent row is not: it reached the downstream already. */
 export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
 
-/**
- * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims
- * a row under a lease, and only the lease holder's token can finish it.
- */
 export interface ClaimedMessage {
   lease: OutboxLease;
   message: OutboxMessage;
 }
 
-interface ClaimRequest {
-  id: number;
-  owner: string;
-  leaseMs: number;
-}
-
 /** Claims per statement: the dispatcher's lanes claim at about the same time. */
 const MAX_CLAIM_BATCH = 100;
 
+/**
+ * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims
+ * a row under a lease, and only the lease holder's token can finish it.
+ */
 export class OutboxStore {
   /** Concurrent claims (the dispatcher's lanes) share one UPDATE and one read (see Batcher). */
   private readonly claims = new Batcher<ClaimRequest, ClaimedMessage | null>(
-    byGroup(
-      (r) => `${r.owner}\u0000${r.leaseMs}`,
-      (group) => this.claimMany(group.map((r) => r.id), group[0]!.owner, group[0]!.leaseMs),
-    ),
+    claimsByOwner((ids, owner, leaseMs) => this.claimMany(ids, owner, leaseMs)),
     { maxBatch: MAX_CLAIM_BATCH, maxInFlight: 1 },
   );
 
@@ -98,30 +89,28 @@ export class OutboxStore {
   }
 
   /** One conditional UPDATE leases every due row of `ids` under one token; a read returns those it got. */
-  private async claimMany(ids: number[], owner: string, leaseMs: number): Promise<Array<ClaimedMessage | null>> {
+  private async claimMany(ids: number[], owner: string, leaseMs: number): Promise<Map<number, ClaimedMessage>> {
     const now = this.clock.now();
     const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
-    const unique = [...new Set(ids)];
     const claimed = await this.db
       .updateTable('outbox')
       .set((eb) => ({ status: 'sending', attempts: eb('attempts', '+', 1), ...columns }))
-      .where('id', 'in', unique)
+      .where('id', 'in', ids)
       .where('status', 'in', UNFINISHED)
       .where('next_attempt_at', '<=', toDbTime(now))
       .executeTakeFirst();
-    if (claimed.numUpdatedRows === 0n) return ids.map(() => null);
+    if (claimed.numUpdatedRows === 0n) return new Map();
 
-    const rows = await this.db.selectFrom('outbox').selectAll().where('id', 'in', unique).where('lease_token', '=', token).execute();
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    return ids.map((id, i) => {
-      const row = byId.get(id);
-      // An id asked for twice in one batch is claimed once.
-      if (!row || ids.indexOf(id) !== i) return null;
-      return {
-        lease: { id, token, expiresAt, attempts: row.attempts },
-        message: { id, idempotencyKey: row.idempotency_key, kind: row.kind, payload: JSON.parse(row.payload) as unknown },
-      };
-    });
+    const rows = await this.db.selectFrom('outbox').selectAll().where('id', 'in', ids).where('lease_token', '=', token).execute();
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          lease: { id: row.id, token, expiresAt, attempts: row.attempts },
+          message: { id: row.id, idempotencyKey: row.idempotency_key, kind: row.kind, payload: JSON.parse(row.payload) as unknown },
+        },
+      ]),
+    );
   }
 
   /**

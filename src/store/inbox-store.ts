@@ -3,11 +3,12 @@ import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
-import { Batcher, byGroup } from './batcher.js';
+import { Batcher } from './batcher.js';
 import { recordBatch, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLease, type PaymentRef } from './payment-leases.js';
-import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type ClaimRequest, type CompletionRequest } from './processing-batches.js';
+import { claimsByOwner, type ClaimRequest } from './lease.js';
+import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
@@ -57,12 +58,8 @@ export class KyselyInboxStore implements InboxStore {
       maxWeight: MAX_RECORD_BATCH_BYTES,
     });
     const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, dialect.concurrentBatches) };
-    // Workers of one process share owner and lease time; tests may run several in one process.
     this.claims = new Batcher(
-      byGroup(
-        (r) => `${r.owner}\u0000${r.leaseMs}`,
-        (group) => this.withConflictRetries(() => claimBatch(this.db, group.map((r) => r.id), group[0]!.owner, group[0]!.leaseMs, this.clock.now())),
-      ),
+      claimsByOwner((ids, owner, leaseMs) => this.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),
       processing,
     );
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { byGroup, type BatchRunner } from './batcher.js';
 import { toDbTime } from './schema.js';
 
 /**
@@ -10,4 +11,30 @@ export function newLease(owner: string, leaseMs: number, now: Date) {
   const token = randomUUID();
   const expiry = toDbTime(expiresAt);
   return { token, expiresAt, columns: { lease_owner: owner, lease_token: token, lease_expires_at: expiry, next_attempt_at: expiry } };
+}
+
+/** A claim of one row by one owner for `leaseMs`, as the stores batch them (see Batcher). */
+export interface ClaimRequest {
+  id: number;
+  owner: string;
+  leaseMs: number;
+}
+
+/**
+ * The batch runner of a store's claims: the requests of one owner and lease time share one `claim`
+ * (workers of one process share both; tests may run several in one process), and an id asked for
+ * twice in a batch is claimed once. `claim` returns what it leased, by id.
+ */
+export function claimsByOwner<Claimed>(claim: (ids: number[], owner: string, leaseMs: number) => Promise<Map<number, Claimed>>): BatchRunner<ClaimRequest, Claimed | null> {
+  return byGroup(
+    (request) => `${request.owner}\u0000${request.leaseMs}`,
+    async (group) => {
+      const claimed = await claim([...new Set(group.map((request) => request.id))], group[0]!.owner, group[0]!.leaseMs);
+      return group.map((request) => {
+        const own = claimed.get(request.id) ?? null;
+        claimed.delete(request.id);
+        return own;
+      });
+    },
+  );
 }

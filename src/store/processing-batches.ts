@@ -14,12 +14,6 @@ import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
  * a fraction of a millisecond those round trips, not the work, are what a worker spends its time on.
  */
 
-export interface ClaimRequest {
-  id: number;
-  owner: string;
-  leaseMs: number;
-}
-
 export interface CompletionRequest {
   lease: Lease;
   work: (tx: BusinessTransaction) => Promise<string>;
@@ -30,7 +24,7 @@ type EventRow = Selectable<WebhookEventsTable>;
 export const paymentKey = (provider: string, paymentId: string) => `${provider}\u0000${paymentId}`;
 
 /** The claim's own condition, read first so that offers of an event that is not due cost no write. */
-export function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime): boolean {
+function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime): boolean {
   if (event.status === 'received') return true;
   return event.status !== 'processed' && event.next_attempt_at !== null && event.next_attempt_at <= now;
 }
@@ -47,14 +41,14 @@ function wherePayments(payments: PaymentRef[]) {
 
 /**
  * Claims the due events among `ids` for one owner: both leases of each (its payment's and its own) or
- * neither, one event per payment. Returns the claims in the order of `ids`, null where the event was
- * not due, was taken by someone else, or its payment is busy (it is handed on when the payment frees).
+ * neither, one event per payment. Returns the claims by id; an event is missing when it was not due,
+ * was taken by someone else, or its payment is busy (it is handed on when the payment frees).
  *
  * The events are read first, outside the transaction; each lease is then taken only if the row still
  * has the attempt count that was read, so the read stays true for every event claimed: a concurrent
  * claim in between makes this one miss, never double.
  */
-export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Array<ClaimedEvent | null>> {
+export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Map<number, ClaimedEvent>> {
   const nowDb = toDbTime(now);
   const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute();
   const candidates = new Map<string, EventRow>();
@@ -63,7 +57,7 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     const key = row.payment_id === null ? `event\u0000${row.id}` : paymentKey(row.provider, row.payment_id);
     if (!candidates.has(key)) candidates.set(key, row);
   }
-  if (candidates.size === 0) return ids.map(() => null);
+  if (candidates.size === 0) return new Map();
   const payments = [...candidates.values()].map(paymentOf).filter((p): p is PaymentRef => p !== null);
   // Created before the transaction, on their own: an INSERT IGNORE that meets an existing row takes a
   // shared lock, and two claims each holding one while waiting to update the row would deadlock.
@@ -119,7 +113,7 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     return events;
   });
 
-  const byId = new Map(
+  return new Map(
     claimed.map((row): [number, ClaimedEvent] => {
       const attempts = row.attempts + 1;
       const lease: Lease = { id: row.id, owner, token, expiresAt, attempts, payment: paymentOf(row) };
@@ -143,14 +137,6 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
       ];
     }),
   );
-  // An id offered twice in one batch is claimed once.
-  const handedOut = new Set<number>();
-  return ids.map((id) => {
-    const claim = byId.get(id);
-    if (!claim || handedOut.has(id)) return null;
-    handedOut.add(id);
-    return claim;
-  });
 }
 
 /** Thrown inside a completion batch to roll it back; its events then complete one by one. */

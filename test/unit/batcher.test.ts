@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Batcher } from '../../src/store/batcher.js';
+import { claimsByOwner } from '../../src/store/lease.js';
 
 /** A batch runner that records the batches it got and finishes each when told to. */
 function controlledRunner() {
@@ -61,4 +62,28 @@ test('each request gets its own error; a failed batch rejects every request in i
   }, { maxBatch: 10, maxInFlight: 1 });
   const failed = await Promise.allSettled([1, 2].map((n) => broken.submit(n)));
   assert.deepEqual(failed.map((r) => r.status === 'rejected' && (r.reason as Error).message), ['database down', 'database down']);
+});
+
+test('claims: one call per owner and lease time, each id asked once, a repeated id claimed by its first request only', async () => {
+  const calls: Array<{ ids: number[]; owner: string; leaseMs: number }> = [];
+  const run = claimsByOwner(async (ids, owner, leaseMs) => {
+    calls.push({ ids, owner, leaseMs });
+    return new Map(ids.filter((id) => id !== 3).map((id) => [id, `${owner}:${id}`]));
+  });
+  const results = await run([
+    { id: 1, owner: 'a', leaseMs: 1000 },
+    { id: 2, owner: 'b', leaseMs: 1000 },
+    { id: 1, owner: 'a', leaseMs: 1000 },
+    { id: 3, owner: 'a', leaseMs: 1000 },
+    { id: 2, owner: 'a', leaseMs: 2000 },
+  ]);
+  assert.deepEqual(calls, [
+    { ids: [1, 3], owner: 'a', leaseMs: 1000 },
+    { ids: [2], owner: 'b', leaseMs: 1000 },
+    { ids: [2], owner: 'a', leaseMs: 2000 },
+  ]);
+  assert.deepEqual(
+    results.map((r) => (r.status === 'fulfilled' ? r.value : 'rejected')),
+    ['a:1', 'b:2', null, null, 'a:2'],
+  );
 });
