@@ -4,8 +4,6 @@ import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
 import type { RecordResult } from './store.js';
 
-/** The store's writes for many callers at once (see Batcher): one result per request, in request order. */
-
 export interface RecordRequest {
   event: VerifiedEvent;
   /** The payment the event is about (events of one payment are processed one at a time). */
@@ -22,6 +20,21 @@ export class ConcurrentInsertError extends Error {}
 
 const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
 
+/** The row a new event is stored as, whether it is recorded alone or in a batch. */
+export function newEventRow({ event, paymentId, receivedAt }: RecordRequest) {
+  return {
+    provider: event.provider,
+    event_id: event.eventId,
+    event_type: event.eventType,
+    payload: event.payload,
+    headers: JSON.stringify(event.headers),
+    status: 'received' as const,
+    attempts: 0,
+    next_attempt_at: receivedAt,
+    created_at: receivedAt,
+    payment_id: paymentId,
+  };
+}
 
 interface KnownRow {
   id: number;
@@ -75,20 +88,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
     const inserted = await tx
       .insertInto('webhook_events')
       .orIgnore()
-      .values(
-        missing.map(({ event, paymentId, receivedAt }) => ({
-          provider: event.provider,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          payload: event.payload,
-          headers: JSON.stringify(event.headers),
-          status: 'received' as const,
-          attempts: 0,
-          next_attempt_at: receivedAt,
-          created_at: receivedAt,
-          payment_id: paymentId,
-        })),
-      )
+      .values(missing.map(newEventRow))
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
     return { existing, created: await rowsByKey(tx, missing.map((r) => r.event)) };

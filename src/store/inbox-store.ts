@@ -4,9 +4,9 @@ import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
-import { recordBatch, type RecordRequest } from './group-commit.js';
+import { newEventRow, recordBatch, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
-import { releasePaymentLease, type PaymentRef } from './payment-leases.js';
+import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
 import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -119,21 +119,10 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
-  private async recordOne({ event, paymentId, receivedAt }: RecordRequest): Promise<RecordResult> {
+  private async recordOne(request: RecordRequest): Promise<RecordResult> {
+    const { event } = request;
     return this.guard(async () => {
-      const now = receivedAt;
-      const row = {
-        provider: event.provider,
-        event_id: event.eventId,
-        event_type: event.eventType,
-        payload: event.payload,
-        headers: JSON.stringify(event.headers),
-        status: 'received',
-        attempts: 0,
-        next_attempt_at: now,
-        created_at: now,
-        payment_id: paymentId,
-      } as const;
+      const row = newEventRow(request);
       // One statement: inserted only when neither the event nor its archived key exists. The archive
       // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
       const inserted = await this.ackDb
@@ -203,7 +192,7 @@ export class KyselyInboxStore implements InboxStore {
   async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
     return this.withConflictRetries(() =>
       this.db.transaction().execute(async (tx) => {
-        if (lease.payment) await releasePaymentLease(tx, lease.payment, lease.token);
+        await releasePaymentLeases(tx, [lease]);
         const result = await tx
           .updateTable('webhook_events')
           .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })

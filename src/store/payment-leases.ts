@@ -1,6 +1,4 @@
-import type { Kysely } from 'kysely';
-import type { DbTime, InboxDatabase } from './schema.js';
-import type { BusinessTransaction } from './store.js';
+import type { BusinessTransaction, Lease } from './store.js';
 
 /** The payment an event is about, as recorded with the event. */
 export interface PaymentRef {
@@ -8,14 +6,17 @@ export interface PaymentRef {
   paymentId: string;
 }
 
-/** Frees the payment's lease if `token` still holds it; false when it does not (expired and taken). */
-export async function releasePaymentLease(tx: BusinessTransaction, payment: PaymentRef, token: string): Promise<boolean> {
+/**
+ * Frees the payments held by `leases`, each only while the lease's own token still holds it (one
+ * statement for all). True when every lease that holds a payment still did.
+ */
+export async function releasePaymentLeases(tx: BusinessTransaction, leases: Lease[]): Promise<boolean> {
+  const holders = leases.filter((lease): lease is Lease & { payment: PaymentRef } => lease.payment !== null);
+  if (holders.length === 0) return true;
   const released = await tx
     .updateTable('payment_leases')
     .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
-    .where('provider', '=', payment.provider)
-    .where('payment_id', '=', payment.paymentId)
-    .where('lease_token', '=', token)
+    .where((eb) => eb.or(holders.map(({ payment, token }) => eb.and([eb('provider', '=', payment.provider), eb('payment_id', '=', payment.paymentId), eb('lease_token', '=', token)]))))
     .executeTakeFirst();
-  return released.numUpdatedRows === 1n;
+  return Number(released.numUpdatedRows) === holders.length;
 }

@@ -3,7 +3,7 @@ import { LeaseLostError } from '../errors.js';
 import type { ProviderName } from '../providers/provider.js';
 import { groupBy } from './batcher.js';
 import { newLease } from './lease.js';
-import type { PaymentRef } from './payment-leases.js';
+import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
 
@@ -33,9 +33,9 @@ function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef |
   return row.payment_id === null ? null : { provider: row.provider, paymentId: row.payment_id };
 }
 
-/** Matches the payment_leases rows of `payments`, grouped by provider so each group is an index range. */
+/** Matches the rows of `payments` (leases or events), grouped by provider so each group is an index range. */
 function wherePayments(payments: PaymentRef[]) {
-  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases'>) =>
+  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events'>) =>
     eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))])));
 }
 
@@ -174,17 +174,7 @@ export async function completeBatch(db: Kysely<InboxDatabase>, requests: Complet
  * rolls the transaction back.
  */
 export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: string[], now: DbTime): Promise<void> {
-  const withPayment = leases.filter((lease) => lease.payment !== null);
-  if (withPayment.length > 0) {
-    const released = await tx
-      .updateTable('payment_leases')
-      .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
-      .where((eb) =>
-        eb.or(withPayment.map(({ payment, token }) => eb.and([eb('provider', '=', payment!.provider), eb('payment_id', '=', payment!.paymentId), eb('lease_token', '=', token)]))),
-      )
-      .executeTakeFirst();
-    if (Number(released.numUpdatedRows) !== withPayment.length) throw new LeaseLostError(leases[0]!.id);
-  }
+  if (!(await releasePaymentLeases(tx, leases))) throw new LeaseLostError(leases[0]!.id);
   const fenced = await tx
     .updateTable('webhook_events')
     .set((eb) => ({
@@ -211,9 +201,7 @@ export async function nextDueEvents(db: Kysely<InboxDatabase>, payments: Payment
   const rows = await db
     .selectFrom('webhook_events')
     .select((eb) => ['provider', 'payment_id', eb.fn.min('id').as('id')])
-    .where((eb) =>
-      eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))]))),
-    )
+    .where(wherePayments(payments))
     .where('next_attempt_at', '<=', now)
     .groupBy(['provider', 'payment_id'])
     .execute();
