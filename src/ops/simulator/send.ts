@@ -51,9 +51,9 @@ export async function sendEvent(event: SimulatedEvent, providers: ProviderSettin
     const batch = Array.from({ length: options.concurrent }, () => deliver(target, signEvent(event, providers, { now: clock.now(), forged: options.forged }), options.timeoutMs ?? 10_000));
     deliveries.push(...(await Promise.all(batch)));
   }
+  // Sorted so that a report reads the same whichever of the racing copies the inbox recorded.
   const answers: Record<string, number> = {};
-  for (const d of deliveries) {
-    const key = d.status === null ? d.answer : `${d.status} ${d.answer}`;
+  for (const key of deliveries.map((d) => (d.status === null ? d.answer : `${d.status} ${d.answer}`)).sort()) {
     answers[key] = (answers[key] ?? 0) + 1;
   }
   return { url: target, provider: event.provider, eventId: event.eventId, eventType: event.eventType, paymentId: event.paymentId, deliveries, answers };
