@@ -51,12 +51,20 @@ export async function sendEvent(event: SimulatedEvent, providers: ProviderSettin
     const batch = Array.from({ length: options.concurrent }, () => deliver(target, signEvent(event, providers, { now: clock.now(), forged: options.forged }), options.timeoutMs ?? 10_000));
     deliveries.push(...(await Promise.all(batch)));
   }
-  // Sorted so that a report reads the same whichever of the racing copies the inbox recorded.
+  // In a fixed order (by status, the recorded copy before its duplicates), so that a report reads the
+  // same whichever of the racing copies the inbox happened to record.
   const answers: Record<string, number> = {};
-  for (const key of deliveries.map((d) => (d.status === null ? d.answer : `${d.status} ${d.answer}`)).sort()) {
+  for (const d of [...deliveries].sort(byAnswer)) {
+    const key = d.status === null ? d.answer : `${d.status} ${d.answer}`;
     answers[key] = (answers[key] ?? 0) + 1;
   }
   return { url: target, provider: event.provider, eventId: event.eventId, eventType: event.eventType, paymentId: event.paymentId, deliveries, answers };
+}
+
+function byAnswer(a: DeliveryResult, b: DeliveryResult): number {
+  const rank = (d: DeliveryResult) => [d.status ?? Infinity, d.answer === 'recorded' ? 0 : 1] as const;
+  const [ra, rb] = [rank(a), rank(b)];
+  return ra[0] - rb[0] || ra[1] - rb[1] || a.answer.localeCompare(b.answer);
 }
 
 async function deliver(url: string, delivery: ReturnType<typeof signEvent>, timeoutMs: number): Promise<DeliveryResult> {
