@@ -11,6 +11,8 @@ export const REDACTED_PATHS = [
   ...SECRET_HEADERS.flatMap((name) => [`req.headers["${name}"]`, `headers["${name}"]`, `*.headers["${name}"]`]),
   'payload',
   '*.payload',
+  'parsedPayload',
+  '*.parsedPayload',
   'body',
   '*.body',
   'err.sql',

@@ -24,6 +24,8 @@ export interface VerifiedEvent {
   payload: string;
   /** The headers needed to verify the event again later (signature, event id, content type). */
   headers: Record<string, string>;
+  /** The payload as the verifier read it, so receiving does not parse it again; absent when read back from the store. */
+  parsedPayload?: Record<string, unknown>;
 }
 
 /** Authenticates deliveries with the configured secrets. Throws SignatureError, BadRequestError, ... */

@@ -39,7 +39,7 @@ export class ProviderRegistry {
    * be a key (processing will report it).
    */
   paymentIdOf(event: VerifiedEvent): string | null {
-    const canonical = this.toCanonical(event.provider, { eventType: event.eventType, payload: JSON.parse(event.payload) as unknown });
+    const canonical = this.toCanonical(event.provider, { eventType: event.eventType, payload: event.parsedPayload ?? (JSON.parse(event.payload) as unknown) });
     return canonical.kind === 'payment' && canonical.paymentId.length <= MAX_KEY_LENGTH ? canonical.paymentId : null;
   }
 

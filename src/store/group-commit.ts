@@ -36,6 +36,23 @@ export function newEventRow({ event, paymentId, receivedAt }: RecordRequest) {
   };
 }
 
+export type NewEventRow = ReturnType<typeof newEventRow>;
+
+// Every column of the row, once: the record keyed by them makes the compiler check none is missing.
+const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
+  provider: true,
+  event_id: true,
+  event_type: true,
+  payload: true,
+  headers: true,
+  status: true,
+  attempts: true,
+  next_attempt_at: true,
+  created_at: true,
+  payment_id: true,
+};
+export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
+
 interface KnownRow {
   id: number;
   status: EventStatus;

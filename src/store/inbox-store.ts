@@ -1,18 +1,24 @@
-import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
-import { newEventRow, recordBatch, type RecordRequest } from './group-commit.js';
+import { compiledStatement } from './compiled-statement.js';
+import { NEW_EVENT_COLUMNS, newEventRow, recordBatch, type NewEventRow, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
 import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
-import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
+import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
+
+interface EventKey extends Record<string, unknown> {
+  provider: string;
+  event_id: string;
+}
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
@@ -38,6 +44,10 @@ export class KyselyInboxStore implements InboxStore {
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
   private readonly handOffs: Batcher<PaymentRef, number | null>;
+  /** The statements every delivery may run, compiled once (see compiledStatement). */
+  private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
+  private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
+  private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
 
   /**
    * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
@@ -64,6 +74,28 @@ export class KyselyInboxStore implements InboxStore {
     );
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);
     this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
+
+    // Inserted only when neither the event nor its archived key exists, in one statement. The archive
+    // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
+    this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
+      db
+        .insertInto('webhook_events')
+        .orIgnore()
+        .columns(NEW_EVENT_COLUMNS)
+        .expression(
+          db
+            .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
+            .where(({ not, exists, selectFrom }) =>
+              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
+            ),
+        ),
+    );
+    this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
+    );
+    this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
+    );
   }
 
   async migrate(): Promise<string[]> {
@@ -122,37 +154,15 @@ export class KyselyInboxStore implements InboxStore {
   private async recordOne(request: RecordRequest): Promise<RecordResult> {
     const { event } = request;
     return this.guard(async () => {
-      const row = newEventRow(request);
-      // One statement: inserted only when neither the event nor its archived key exists. The archive
-      // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
-      const inserted = await this.ackDb
-        .insertInto('webhook_events')
-        .orIgnore()
-        .columns(Object.keys(row) as Array<keyof typeof row>)
-        .expression(
-          this.ackDb
-            .selectNoFrom(Object.entries(row).map(([column, value]) => sql.val(value).as(column)))
-            .where(({ not, exists, selectFrom }) =>
-              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', event.provider).where('event_id', '=', event.eventId))),
-            ),
-        )
-        .executeTakeFirst();
-      if (inserted.numInsertedOrUpdatedRows === 1n && inserted.insertId !== undefined) {
+      const inserted = await this.insertNewEvent(newEventRow(request));
+      if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
         return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
       }
-      const existing = await this.ackDb
-        .selectFrom('webhook_events')
-        .select(['id', 'status'])
-        .where('provider', '=', event.provider)
-        .where('event_id', '=', event.eventId)
-        .executeTakeFirst();
+      const key = { provider: event.provider, event_id: event.eventId };
+      const existing = (await this.selectEventByKey(key)).rows[0];
       if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
-      const archived = await this.ackDb
-        .selectFrom('archived_event_keys')
-        .select('event_row_id')
-        .where('provider', '=', event.provider)
-        .where('event_id', '=', event.eventId)
-        .executeTakeFirstOrThrow();
+      const archived = (await this.selectArchivedByKey(key)).rows[0];
+      if (!archived) throw new Error(`event ${event.provider}/${event.eventId} was neither inserted nor found`);
       return { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' };
     });
   }

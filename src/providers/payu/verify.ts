@@ -82,6 +82,7 @@ export function createPayuVerifier(settings: PayuSettings): Verifier {
         eventId: identifier(`${paymentId}:${status}`, 'event id (mihpayid:status)'),
         eventType: identifier(`payment.${status}`, 'event type'),
         payload: JSON.stringify(fields),
+        parsedPayload: fields,
         headers: keptHeaders(headers, ['content-type']),
       };
     },

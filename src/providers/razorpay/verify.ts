@@ -21,6 +21,7 @@ export function createRazorpayVerifier(settings: RazorpaySettings): Verifier {
         eventId,
         eventType: identifier(event.event ?? 'unknown', 'event type (event)'),
         payload: body.toString('utf8'),
+        parsedPayload: event,
         headers: keptHeaders(headers, ['x-razorpay-signature', 'x-razorpay-event-id', 'content-type']),
       };
     },

@@ -50,6 +50,7 @@ export function createStripeVerifier(settings: StripeSettings): Verifier {
         eventId: identifier(event.id, 'event id (id)', 'missing_event_id'),
         eventType: identifier(event.type ?? 'unknown', 'event type (type)'),
         payload: body.toString('utf8'),
+        parsedPayload: event,
         headers: keptHeaders(headers, ['stripe-signature', 'content-type']),
       };
     },
