@@ -110,18 +110,23 @@ export class Processor {
       // Earlier attempts ended without a verdict (the worker died holding the lease): stop here.
       return this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log);
     }
+    // One controller for both ends (lease expiry, shutdown): AbortSignal.timeout plus AbortSignal.any
+    // cost two signals and a timer that outlives the attempt, per event.
     const interrupt = new AbortController();
-    const untilExpiry = AbortSignal.timeout(Math.max(0, lease.expiresAt.getTime() - this.options.clock.now().getTime()));
-    const signal = AbortSignal.any([untilExpiry, interrupt.signal]);
+    const expiry = setTimeout(
+      () => interrupt.abort(new DOMException('the lease expired', 'TimeoutError')),
+      Math.max(0, lease.expiresAt.getTime() - this.options.clock.now().getTime()),
+    );
     this.inFlight.set(lease.id, { lease, interrupt });
     try {
-      const outcome = await this.options.store.completeFenced(lease, (tx) => this.options.apply(tx, event, signal));
+      const outcome = await this.options.store.completeFenced(lease, (tx) => this.options.apply(tx, event, interrupt.signal));
       return { result: 'processed', outcome };
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
     } finally {
+      clearTimeout(expiry);
       this.inFlight.delete(lease.id);
     }
   }
