@@ -14,11 +14,6 @@ import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type Webhoo
 import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
-
-interface EventKey extends Record<string, unknown> {
-  provider: string;
-  event_id: string;
-}
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
@@ -26,11 +21,16 @@ const MIN_RECORD_BATCH = 4;
 /** Claims or completions per transaction: enough to share a commit widely, few enough that one slow event delays few others. */
 const MAX_PROCESSING_BATCH = 32;
 /**
- * Claim (or completion) batches at once. Two, not the ack path's four: at moderate load a free slot
+ * Claim (or completion) batches at once. Two, not the ack path's ten on MySQL: at moderate load a free slot
  * starts a batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
  * same throughput), while a batch held up by a slow handler still leaves one slot to the others.
  */
 const PROCESSING_BATCHES_IN_FLIGHT = 2;
+
+interface EventKey extends Record<string, unknown> {
+  provider: string;
+  event_id: string;
+}
 
 /** The store logic, written once over Kysely; the backend supplies what differs per database. */
 export class KyselyInboxStore implements InboxStore {
