@@ -46,8 +46,9 @@ export const mysqlBackend: StoreBackend = {
   name: 'mysql',
   columnTypes: COLUMN_TYPES,
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them. As
-  // many as the service's default pool: at moderate load each delivery is then its own statement and
-  // never queues behind a slow commit (ack p99 at 1,000/s 19-21 ms instead of 27-36 with 4).
+  // many as the service's default pool: at moderate load a delivery then runs as its own statement
+  // instead of waiting for a slot behind a slow commit, and under saturation batches still form
+  // (receive-only throughput 2,829-4,326 acks/s, against 2,752-3,075 with 4 slots).
   concurrentBatches: 10,
 
   validateUrl(url) {
