@@ -87,6 +87,21 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
   };
 }
 
+/**
+ * Turns the work a previous target left (the baseline's rows are never processed; a background run
+ * may end with a backlog) into history, so the next target's run measures its own deliveries and
+ * not a predecessor's backlog: every unfinished event processed, every unfinished outbox row skipped.
+ */
+export async function settleBacklog(database: BenchDatabase): Promise<void> {
+  const { db } = database.store;
+  await db
+    .updateTable('webhook_events')
+    .set({ status: 'processed', next_attempt_at: null, lease_owner: null, lease_token: null, lease_expires_at: null, outcome: 'settled by the bench' })
+    .where('status', '<>', 'processed')
+    .execute();
+  await db.updateTable('outbox').set({ status: 'skipped', next_attempt_at: null, lease_token: null, lease_expires_at: null }).where('status', 'in', ['pending', 'sending']).execute();
+}
+
 const FILL_CHUNK = 250_000;
 
 /**
