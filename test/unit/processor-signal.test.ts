@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { systemClock } from '../../src/clock.js';
+import type { EventApplier } from '../../src/domain/handlers.js';
+import type { InboxMetrics } from '../../src/observability/metrics.js';
+import { Processor } from '../../src/processing/processor.js';
+import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../../src/store/store.js';
+
+/** A store holding one event, leased for `leaseMs` from the claim; completion runs the work and commits. */
+function oneEventStore(leaseMs: number) {
+  const store = {
+    async claim(id: number, owner: string): Promise<ClaimedEvent> {
+      const lease: Lease = { id, owner, token: 't', expiresAt: new Date(Date.now() + leaseMs), attempts: 1, payment: null };
+      const event = { id, provider: 'stripe' as const, eventId: `evt_${id}`, eventType: 'test', payload: {}, headers: {}, attempts: 1, createdAt: new Date() };
+      return { lease, event, takeover: false };
+    },
+    completeFenced: (_lease: Lease, work: (tx: BusinessTransaction) => Promise<string>) => work({} as BusinessTransaction),
+    async fail() {
+      return true;
+    },
+  } as unknown as InboxStore;
+  return store;
+}
+
+const metrics: InboxMetrics = {
+  deliveryAnswered() {},
+  leaseTakenOver() {},
+  attemptFinished() {},
+  eventProcessed() {},
+  exposition: async () => ({ contentType: 'text/plain', text: '' }),
+};
+
+function processor(leaseMs: number, apply: EventApplier): Processor {
+  return new Processor({
+    store: oneEventStore(leaseMs),
+    apply,
+    owner: 'test',
+    leaseMs,
+    retry: { maxAttempts: 3, baseMs: 1000, maxMs: 1000 },
+    clock: systemClock,
+    logger: pino({ level: 'silent' }),
+    metrics,
+  });
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+test('a handler still running when its lease expires is told so through its signal (TimeoutError)', async () => {
+  let reason: unknown;
+  const result = await processor(50, async (_tx, _event, signal) => {
+    await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+    reason = signal.reason;
+    throw new Error('stopped: lease expired');
+  }).process(1);
+  assert.equal((reason as DOMException).name, 'TimeoutError');
+  assert.equal(result.result, 'failed');
+});
+
+test('a handler that finished in time is never aborted afterwards: the expiry timer ends with the attempt', async () => {
+  let seen: AbortSignal | undefined;
+  const result = await processor(50, async (_tx, _event, signal) => {
+    seen = signal;
+    return 'applied';
+  }).process(2);
+  assert.deepEqual(result, { result: 'processed', outcome: 'applied' });
+  await sleep(100);
+  assert.equal(seen?.aborted, false);
+});
