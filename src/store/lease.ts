@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { ExpressionBuilder } from 'kysely';
 import { byGroup, type BatchRunner } from './batcher.js';
-import { toDbTime } from './schema.js';
+import { toDbTime, type InboxDatabase } from './schema.js';
 
 /**
  * A fresh lease for a claim: the token fences every write that follows, and the expiry doubles as
@@ -11,6 +12,11 @@ export function newLease(owner: string, leaseMs: number, now: Date) {
   const token = randomUUID();
   const expiry = toDbTime(expiresAt);
   return { token, expiresAt, columns: { lease_owner: owner, lease_token: token, lease_expires_at: expiry, next_attempt_at: expiry } };
+}
+
+/** Rows still held by these leases, each its own id under its own token: the fence of a batched write. */
+export function heldBy(leases: Array<{ id: number; token: string }>) {
+  return (eb: ExpressionBuilder<InboxDatabase, 'outbox' | 'webhook_events'>) => eb.or(leases.map(({ id, token }) => eb.and([eb('id', '=', id), eb('lease_token', '=', token)])));
 }
 
 /** A claim of one row by one owner for `leaseMs`, as the stores batch them (see Batcher). */

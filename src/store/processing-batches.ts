@@ -2,7 +2,8 @@ import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName } from '../providers/provider.js';
 import { groupBy } from './batcher.js';
-import { newLease } from './lease.js';
+import { caseById } from './case-by-id.js';
+import { heldBy, newLease } from './lease.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
@@ -177,19 +178,16 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
   if (!(await releasePaymentLeases(tx, leases))) throw new LeaseLostError(leases[0]!.id);
   const fenced = await tx
     .updateTable('webhook_events')
-    .set((eb) => ({
+    .set({
       status: 'processed',
-      outcome: leases
-        .slice(1)
-        .reduce((whens, lease, i) => whens.when('id', '=', lease.id).then(outcomes[i + 1]!), eb.case().when('id', '=', leases[0]!.id).then(outcomes[0]!))
-        .end(),
+      outcome: caseById(leases.map((lease, i) => [lease.id, outcomes[i]!])),
       processed_at: now,
       lease_token: null,
       lease_expires_at: null,
       next_attempt_at: null,
       last_error: null,
-    }))
-    .where((eb) => eb.or(leases.map((lease) => eb.and([eb('id', '=', lease.id), eb('lease_token', '=', lease.token)]))))
+    })
+    .where(heldBy(leases))
     .where('status', '=', 'processing')
     .where('lease_expires_at', '>', now)
     .executeTakeFirst();
