@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../store/batcher.js';
-import { claimsByOwner, newLease, type ClaimRequest } from '../store/lease.js';
-import { fromDbTime, toDbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
+import { caseById } from '../store/case-by-id.js';
+import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../store/lease.js';
+import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
 
 /** A side effect as a transport sees it. */
 export interface OutboxMessage {
@@ -46,8 +47,23 @@ export interface ClaimedMessage {
   message: OutboxMessage;
 }
 
-/** Claims per statement: the dispatcher's lanes claim at about the same time. */
-const MAX_CLAIM_BATCH = 100;
+/** A finish as the store batches them (see Batcher). */
+interface FinishRequest {
+  lease: OutboxLease;
+  status: 'sent' | 'skipped';
+  outcome: string;
+}
+
+/** What every finish writes besides the row's own status, outcome and send time: nothing left to do, no lease. */
+const FINISHED = { last_error: null, next_attempt_at: null, lease_token: null, lease_expires_at: null } as const;
+
+const sentAt = (status: FinishRequest['status'], now: DbTime) => (status === 'sent' ? now : null);
+
+/** Claims or finishes per statement: the dispatcher's lanes claim and finish at about the same time. */
+const MAX_BATCH = 100;
+
+/** Thrown inside a batch of finishes to roll it back; they then run one by one. */
+class BatchAbandoned extends Error {}
 
 /**
  * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims
@@ -57,8 +73,11 @@ export class OutboxStore {
   /** Concurrent claims (the dispatcher's lanes) share one UPDATE and one read (see Batcher). */
   private readonly claims = new Batcher<ClaimRequest, ClaimedMessage | null>(
     claimsByOwner((ids, owner, leaseMs) => this.claimMany(ids, owner, leaseMs)),
-    { maxBatch: MAX_CLAIM_BATCH, maxInFlight: 1 },
+    { maxBatch: MAX_BATCH, maxInFlight: 1 },
   );
+
+  /** Concurrent finishes share one UPDATE and one commit (see finishMany). */
+  private readonly finishes = new Batcher<FinishRequest, boolean>((requests) => this.finishMany(requests), { maxBatch: MAX_BATCH, maxInFlight: 1 });
 
   constructor(
     private readonly db: Kysely<InboxDatabase>,
@@ -118,11 +137,50 @@ export class OutboxStore {
    * has happened, so a late but unchallenged holder should still record it rather than cause a
    * second delivery. A takeover changed the token, and then the new holder decides.
    */
-  async finish(lease: OutboxLease, status: 'sent' | 'skipped', outcome: string): Promise<boolean> {
+  finish(lease: OutboxLease, status: 'sent' | 'skipped', outcome: string): Promise<boolean> {
+    return this.finishes.submit({ lease, status, outcome });
+  }
+
+  /**
+   * A batch of finishes is one UPDATE in one transaction, committed only when every lease still
+   * held its row, so that each caller's true is its own. Otherwise (a takeover, or the statement
+   * failed) it rolls back and each finish runs alone, and every caller learns its own result.
+   */
+  private async finishMany(requests: FinishRequest[]): Promise<Array<PromiseSettledResult<boolean>>> {
     const now = toDbTime(this.clock.now());
+    if (requests.length > 1 && (await this.finishTogether(requests, now))) return requests.map(() => ({ status: 'fulfilled', value: true }));
+    return Promise.allSettled(requests.map((request) => this.finishOne(request, now)));
+  }
+
+  /** True when the batch committed; false when it rolled back (a lease lost, a deadlock, ...). */
+  private async finishTogether(requests: FinishRequest[], now: DbTime): Promise<boolean> {
+    const valuesOf = <T>(value: (request: FinishRequest) => T) => caseById(requests.map((request) => [request.lease.id, value(request)]));
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        const result = await tx
+          .updateTable('outbox')
+          .set({
+            status: valuesOf((request) => request.status),
+            outcome: valuesOf((request) => request.outcome),
+            sent_at: valuesOf((request) => sentAt(request.status, now)),
+            ...FINISHED,
+          })
+          .where(heldBy(requests.map((request) => request.lease)))
+          .where('status', '=', 'sending')
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== requests.length) throw new BatchAbandoned();
+      });
+      return true;
+    } catch {
+      // Whatever rolled it back is settled row by row: each finish alone gets its own answer or error.
+      return false;
+    }
+  }
+
+  private async finishOne({ lease, status, outcome }: FinishRequest, now: DbTime): Promise<boolean> {
     const result = await this.db
       .updateTable('outbox')
-      .set({ status, outcome, sent_at: status === 'sent' ? now : null, last_error: null, next_attempt_at: null, lease_token: null, lease_expires_at: null })
+      .set({ status, outcome, sent_at: sentAt(status, now), ...FINISHED })
       .where('id', '=', lease.id)
       .where('lease_token', '=', lease.token)
       .where('status', '=', 'sending')

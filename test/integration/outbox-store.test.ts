@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { before, test } from 'node:test';
+import type { KyselyPlugin } from 'kysely';
 import { OutboxStore } from '../../src/outbox/outbox-store.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { InboxStore } from '../../src/store/store.js';
@@ -112,5 +113,64 @@ await describeEachStore('outbox store', (suite) => {
     assert.equal(counts.sending, 0);
     const listed = await outbox.list({ status: 'pending', limit: 10 });
     assert.deepEqual(listed.map((e) => e.idempotencyKey).sort(), ['dep:second', 'ops:failed', 'ops:skipped']);
+  });
+
+  /** An outbox store whose UPDATE statements are counted. */
+  function countingUpdates(): { outbox: OutboxStore; updates: () => number } {
+    let updates = 0;
+    const counter: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === 'UpdateQueryNode') updates++;
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    };
+    return { outbox: new OutboxStore(store.db.withPlugin(counter), clock), updates: () => updates };
+  }
+
+  test('concurrent finishes share one UPDATE; each row gets its own status, outcome and send time', async () => {
+    const ids = await Promise.all(['batch:a', 'batch:b', 'batch:c', 'batch:d'].map((key) => addRow(key)));
+    const leases = await Promise.all(ids.map(async (id) => (await outbox.claim(id, 'd', LEASE_MS))!.lease));
+    const counted = countingUpdates();
+    const finished = await Promise.all(leases.map((lease, i) => counted.outbox.finish(lease, i % 2 === 0 ? 'sent' : 'skipped', `outcome ${i}`)));
+    assert.deepEqual(finished, [true, true, true, true]);
+    assert.equal(counted.updates(), 1);
+    for (const [i, id] of ids.entries()) {
+      const row = await store.db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+      assert.equal(row.status, i % 2 === 0 ? 'sent' : 'skipped');
+      assert.equal(row.outcome, `outcome ${i}`);
+      assert.equal(row.sent_at !== null, i % 2 === 0, 'only a sent row has a send time');
+      assert.equal(row.lease_token, null);
+      assert.equal(row.next_attempt_at, null);
+    }
+  });
+
+  test('in a batch of finishes, those whose lease was taken over return false and leave the new holder its row', async () => {
+    const [kept, takenAndSent, takenAndSending, alsoKept] = await Promise.all(['mixed:a', 'mixed:b', 'mixed:c', 'mixed:d'].map((key) => addRow(key)));
+    const stale = await Promise.all([kept!, takenAndSent!, takenAndSending!, alsoKept!].map(async (id) => (await outbox.claim(id, 'stalled', LEASE_MS))!.lease));
+    clock.advance(LEASE_MS + 1);
+    const successor = (id: number) => outbox.claim(id, 'successor', LEASE_MS).then((claimed) => claimed!.lease);
+    const [sentLease, sendingLease] = await Promise.all([successor(takenAndSent!), successor(takenAndSending!)]);
+    assert.equal(await outbox.finish(sentLease!, 'sent', 'successor: HTTP 200'), true);
+
+    // The stalled holder's deliveries all end now; its leases expired but only two were taken over.
+    const finished = await Promise.all(stale.map((lease) => outbox.finish(lease, 'sent', 'stalled: HTTP 200')));
+    assert.deepEqual(finished, [true, false, false, true]);
+    assert.equal((await outbox.find(kept!))?.outcome, 'stalled: HTTP 200');
+    assert.equal((await outbox.find(alsoKept!))?.outcome, 'stalled: HTTP 200');
+    assert.equal((await outbox.find(takenAndSent!))?.outcome, 'successor: HTTP 200');
+    const sending = await store.db.selectFrom('outbox').selectAll().where('id', '=', takenAndSending!).executeTakeFirstOrThrow();
+    assert.equal(sending.status, 'sending');
+    assert.equal(sending.lease_token, sendingLease!.token);
+    assert.equal(sending.outcome, null);
+    assert.equal(await outbox.finish(sendingLease!, 'sent', 'successor: HTTP 200'), true);
+  });
+
+  test('the same lease finished twice at once: one call records it', async () => {
+    const id = await addRow('twice:1');
+    const { lease } = (await outbox.claim(id, 'd', LEASE_MS))!;
+    const finished = await Promise.all([outbox.finish(lease, 'sent', 'first'), outbox.finish(lease, 'sent', 'second')]);
+    assert.deepEqual(finished.sort(), [false, true]);
+    assert.equal((await outbox.find(id))?.status, 'sent');
   });
 });
