@@ -124,7 +124,7 @@ async function measuredStep(settings: BenchSettings, spec: TargetSpec, database:
   const result = await load(settings, target.url, mode, seconds, rate);
   // CPU of the service process while the load ran (its share of the 2 cores), per acknowledgement.
   const serviceCpuMsPerAck = result.acks === 0 ? null : Math.round(((target.cpuSeconds() - cpuBefore) * 1e6) / result.acks) / 1000;
-  if (spec.kind === 'baseline') return { load: result, serviceCpuMsPerAck, processing: null };
+  if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing not finished ${settings.drainTimeoutSec}s after the load ended`);
   return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };

@@ -13,7 +13,8 @@ const run = promisify(execFile);
 export interface TargetSpec {
   name: string;
   label: string;
-  kind: 'baseline' | 'inbox';
+  /** `receiver`: webhook-inbox without workers (`serve --no-workers`), its acknowledgement path alone. */
+  kind: 'baseline' | 'inbox' | 'receiver';
   store: 'mysql' | 'sqlite';
   /** Extra environment for `webhook-inbox serve` (processing mode). */
   env: Record<string, string>;
@@ -23,6 +24,7 @@ export const TARGETS: Record<string, TargetSpec> = {
   baseline: { name: 'baseline', label: 'baseline (node:http + 1 INSERT IGNORE)', kind: 'baseline', store: 'mysql', env: {} },
   background: { name: 'background', label: 'webhook-inbox, background (default)', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'background' } },
   inline: { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
+  'receive-only': { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
   sqlite: { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
 };
 
@@ -87,7 +89,11 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir
   const log = openSync(logFile, 'a');
   // The service as production runs it: compiled (buildService), not through tsx, whose loader thread
   // and transpiler would add about 50 MB to its memory.
-  const script = spec.kind === 'baseline' ? ['--import', 'tsx', join(ROOT, 'bench/baseline-server.ts')] : [join(ROOT, 'dist/cli/main.js'), 'serve'];
+  const script = {
+    baseline: ['--import', 'tsx', join(ROOT, 'bench/baseline-server.ts')],
+    inbox: [join(ROOT, 'dist/cli/main.js'), 'serve'],
+    receiver: [join(ROOT, 'dist/cli/main.js'), 'serve', '--no-workers'],
+  }[spec.kind];
   const env = {
     PATH: process.env.PATH ?? '',
     HOST: '127.0.0.1',
@@ -99,7 +105,7 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, workDir
     PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
     PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
     ...spec.env,
-    ...(spec.kind === 'inbox' ? extra.env : {}),
+    ...(spec.kind === 'baseline' ? {} : extra.env),
   };
   const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...script], { cwd: ROOT, env, stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}`;
