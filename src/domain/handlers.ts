@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { toDbTime, type DbTime } from '../store/schema.js';
-import type { BusinessTransaction, InboxEvent } from '../store/store.js';
+import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/store.js';
 import type { PaymentState } from './payment-event.js';
 import { advancePayment, type PaymentRow } from './payments.js';
 
@@ -22,8 +22,11 @@ export interface PaymentContext {
 export type PaymentHandler = (context: PaymentContext) => Promise<void>;
 export type PaymentHandlers = Partial<Record<PaymentState, PaymentHandler[]>>;
 
-/** Applies one stored event inside the processing transaction and returns its outcome text. */
-export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal) => Promise<string>;
+/**
+ * Applies one stored event inside the processing transaction and returns its outcome text. `batch`
+ * names the payments of every event the transaction completes, for reads shared among them.
+ */
+export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal, batch: CompletionBatch) => Promise<string>;
 
 const STALE_OUTCOME = 'ignored: payment already ';
 
@@ -32,12 +35,12 @@ const STALE_OUTCOME = 'ignored: payment already ';
  * the handlers registered for the state the payment is in.
  */
 export function paymentApplier(options: { providers: ProviderRegistry; handlers: PaymentHandlers; clock: Clock }): EventApplier {
-  return async (tx, event, signal) => {
+  return async (tx, event, signal, batch) => {
     const canonical = options.providers.toCanonical(event.provider, event);
     if (canonical.kind === 'ignored') return `ignored: ${canonical.reason}`;
 
     const now = toDbTime(options.clock.now());
-    const change = await advancePayment(tx, event.provider, canonical, now);
+    const change = await advancePayment(tx, event.provider, canonical, now, batch);
     const state = change.payment.status;
     if (change.applied || change.enriched) {
       for (const handler of options.handlers[state] ?? []) {

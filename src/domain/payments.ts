@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
+import { paymentKey, wherePayments } from '../store/processing-batches.js';
 import type { DbTime, PaymentsTable } from '../store/schema.js';
-import type { BusinessTransaction } from '../store/store.js';
+import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
 import { statesBefore, type PaymentEvent } from './payment-event.js';
 
 export type PaymentRow = Selectable<PaymentsTable>;
@@ -23,10 +24,10 @@ type Details = Pick<PaymentRow, 'user_id' | 'course_id' | 'email' | 'amount' | '
  * only move the payment forward and fill what is empty. A stale event still completes missing
  * details: a late event may be the only one that carries the customer's metadata.
  */
-export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime): Promise<PaymentChange> {
+export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch?: CompletionBatch): Promise<PaymentChange> {
   const key = { provider, payment_id: event.paymentId };
   const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
-  let current = await readPayment(tx, key);
+  let current = batch ? await readPaymentOfBatch(tx, key, batch) : await readPayment(tx, key);
   if (!current) {
     const values = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
     const inserted = await tx.insertInto('payments').orIgnore().values(values).executeTakeFirst();
@@ -57,4 +58,27 @@ export async function advancePayment(tx: BusinessTransaction, provider: string, 
 
 function readPayment(tx: BusinessTransaction, key: { provider: string; payment_id: string }): Promise<PaymentRow | undefined> {
   return tx.selectFrom('payments').selectAll().where('provider', '=', key.provider).where('payment_id', '=', key.payment_id).executeTakeFirst();
+}
+
+const batchReads = new WeakMap<CompletionBatch, Promise<Map<string, PaymentRow>>>();
+
+/**
+ * The payment's row, read with those of every payment the batch completes: the first event of the
+ * batch reads them all in one statement (read one by one, they were a fifth of processing's
+ * statements). Each payment has one event in the batch, and only that event writes its row, so a
+ * row read ahead is still the row when its event comes to use it.
+ */
+async function readPaymentOfBatch(tx: BusinessTransaction, key: { provider: string; payment_id: string }, batch: CompletionBatch): Promise<PaymentRow | undefined> {
+  if (!batch.payments.some((p) => p.provider === key.provider && p.paymentId === key.payment_id)) return readPayment(tx, key);
+  let rows = batchReads.get(batch);
+  if (!rows) {
+    rows = tx
+      .selectFrom('payments')
+      .selectAll()
+      .where(wherePayments(batch.payments))
+      .execute()
+      .then((found) => new Map(found.map((row) => [paymentKey(row.provider, row.payment_id), row])));
+    batchReads.set(batch, rows);
+  }
+  return (await rows).get(paymentKey(key.provider, key.payment_id));
 }

@@ -119,7 +119,7 @@ export class Processor {
     );
     this.inFlight.set(lease.id, { lease, interrupt });
     try {
-      const outcome = await this.options.store.completeFenced(lease, (tx) => this.options.apply(tx, event, interrupt.signal));
+      const outcome = await this.options.store.completeFenced(lease, (tx, batch) => this.options.apply(tx, event, interrupt.signal, batch));
       return { result: 'processed', outcome };
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };

@@ -9,9 +9,9 @@ import { NEW_EVENT_COLUMNS, newEventRow, recordBatch, type NewEventRow, type Rec
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
-import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
+import { claimBatch, completeBatch, completionBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
+import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
@@ -171,7 +171,7 @@ export class KyselyInboxStore implements InboxStore {
     return this.claims.submit({ id, owner, leaseMs });
   }
 
-  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string> {
+  completeFenced(lease: Lease, work: CompletionWork): Promise<string> {
     return this.completions.submit({ lease, work });
   }
 
@@ -192,7 +192,7 @@ export class KyselyInboxStore implements InboxStore {
   private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
     return this.withConflictRetries(() =>
       this.db.transaction().execute(async (tx) => {
-        const outcome = await work(tx);
+        const outcome = await work(tx, completionBatch([lease]));
         await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
         return outcome;
       }),

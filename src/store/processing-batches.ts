@@ -6,7 +6,7 @@ import { caseById } from './case-by-id.js';
 import { heldBy, newLease } from './lease.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
+import type { BusinessTransaction, ClaimedEvent, CompletionBatch, CompletionWork, Lease } from './store.js';
 
 /**
  * The workers' writes for many events at once (see Batcher): a batch of claims is one transaction of
@@ -17,7 +17,7 @@ import type { BusinessTransaction, ClaimedEvent, Lease } from './store.js';
 
 export interface CompletionRequest {
   lease: Lease;
-  work: (tx: BusinessTransaction) => Promise<string>;
+  work: CompletionWork;
 }
 
 type EventRow = Selectable<WebhookEventsTable>;
@@ -34,9 +34,9 @@ function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef |
   return row.payment_id === null ? null : { provider: row.provider, paymentId: row.payment_id };
 }
 
-/** Matches the rows of `payments` (leases or events), grouped by provider so each group is an index range. */
-function wherePayments(payments: PaymentRef[]) {
-  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events'>) =>
+/** Matches the rows of `payments` (leases, events or payments), grouped by provider so each group is an index range. */
+export function wherePayments(payments: PaymentRef[]) {
+  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events' | 'payments'>) =>
     eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))])));
 }
 
@@ -152,10 +152,11 @@ class BatchAbandoned extends Error {}
 export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], now: () => Date): Promise<string[] | null> {
   try {
     return await db.transaction().execute(async (tx) => {
+      const batch = completionBatch(requests.map((r) => r.lease));
       const outcomes: string[] = [];
       for (const { work } of requests) {
         try {
-          outcomes.push(await work(tx));
+          outcomes.push(await work(tx, batch));
         } catch {
           throw new BatchAbandoned();
         }
@@ -167,6 +168,11 @@ export async function completeBatch(db: Kysely<InboxDatabase>, requests: Complet
     if (error instanceof BatchAbandoned || error instanceof LeaseLostError) return null;
     throw error;
   }
+}
+
+/** Made inside each transaction: a transaction run again starts from a new one. */
+export function completionBatch(leases: Lease[]): CompletionBatch {
+  return { payments: leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null) };
 }
 
 /**

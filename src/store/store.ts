@@ -70,6 +70,17 @@ export interface PipelineStats {
 export type BusinessTransaction = Transaction<InboxDatabase>;
 
 /**
+ * What the works of one completion transaction share: the payments whose events it completes, one
+ * event each (the payment lease), so a work can read what all of them need in one statement.
+ */
+export interface CompletionBatch {
+  payments: PaymentRef[];
+}
+
+/** A completion's own business work, run inside the transaction that marks its event processed. */
+export type CompletionWork = (tx: BusinessTransaction, batch: CompletionBatch) => Promise<string>;
+
+/**
  * The store port: everything the pipeline, the workers and the operators need from the database.
  * Every state change is a single conditional statement, so concurrent callers cannot both win.
  */
@@ -98,7 +109,7 @@ export interface InboxStore {
    * Runs `work` and marks the event processed in ONE transaction. The lease is checked by the same
    * transaction just before commit; a lost or expired lease throws LeaseLostError and rolls back.
    */
-  completeFenced(lease: Lease, work: (tx: BusinessTransaction) => Promise<string>): Promise<string>;
+  completeFenced(lease: Lease, work: CompletionWork): Promise<string>;
 
   /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import type { KyselyPlugin } from 'kysely';
+import type { PaymentEvent } from '../../src/domain/payment-event.js';
+import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
 import { openStore } from '../../src/store/open-store.js';
@@ -102,6 +105,34 @@ await describeEachStore('group commit', (suite) => {
     assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
     const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
     assert.deepEqual(states.map((s) => s?.status), ['processed', 'processing', 'processing', 'processed']);
+  });
+
+  test('a completion batch reads the payments of all its events in one statement; each event finds its own row', async () => {
+    const now = toDbTime(clock.now());
+    await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_1', status: 'authorized', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
+    const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3'];
+    const leases = await Promise.all(payments.map(async (paymentId) => (await store.claim((await store.record(verified(`gc_${paymentId}`), paymentId)).id, 'worker', LEASE_MS))!.lease));
+    let paymentReads = 0;
+    const counter: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes('"payments"')) paymentReads++;
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    };
+    const changes = await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const event: PaymentEvent = { kind: 'payment', paymentId: payments[i]!, state: 'captured', amountMinor: 4900, currency: 'INR', userId: `u_${i}`, courseId: 'c_read', email: null };
+          const change = await advancePayment(tx.withPlugin(counter), 'razorpay', event, now, batch);
+          return `${change.applied} ${change.payment.status} ${change.payment.user_id}`;
+        }),
+      ),
+    );
+    assert.equal(paymentReads, 1, 'one read for the three payments');
+    assert.deepEqual(changes, ['true captured u_0', 'true captured u_1', 'true captured u_2'], 'the stored payment moved forward and got its details, the new ones were created');
+    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
+    assert.deepEqual(stored, payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: `u_${i}` })));
   });
 });
 

@@ -36,13 +36,13 @@ for (const backend of STORE_BACKENDS) {
       const config = testConfig(db.url, { LEASE_SECONDS: String(LEASE_MS / 1000) });
       realApply = paymentApplier({ providers: new ProviderRegistry(config.providers), handlers: coursePlatform, clock });
       // Worker A: stalls once, before or after its business writes, inside the processing transaction.
-      const stallingApply: EventApplier = async (tx, event, signal) => {
+      const stallingApply: EventApplier = async (tx, event, signal, batch) => {
         const current = stall;
         stall = null;
-        if (!current) return realApply(tx, event, signal);
+        if (!current) return realApply(tx, event, signal, batch);
         current.reached = true;
         if (current.at === 'before-writes') await current.gate.opened;
-        const outcome = await realApply(tx, event, signal);
+        const outcome = await realApply(tx, event, signal, batch);
         if (current.at === 'after-writes') await current.gate.opened;
         return outcome;
       };

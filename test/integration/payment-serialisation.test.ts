@@ -27,7 +27,7 @@ function observingApplier(clock: Clock) {
   const seen = { perPayment: 0, overall: 0, active: 0 };
   const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
   const apply = paymentApplier({ providers, handlers: coursePlatform, clock });
-  const observed: EventApplier = async (tx, event, signal) => {
+  const observed: EventApplier = async (tx, event, signal, batch) => {
     const payment = event.eventId.split('_')[2]!;
     const now = (running.get(payment) ?? 0) + 1;
     running.set(payment, now);
@@ -36,7 +36,7 @@ function observingApplier(clock: Clock) {
     seen.overall = Math.max(seen.overall, seen.active);
     try {
       await sleep(25);
-      return await apply(tx, event, signal);
+      return await apply(tx, event, signal, batch);
     } finally {
       running.set(payment, running.get(payment)! - 1);
       seen.active--;
