@@ -1,3 +1,6 @@
+import { sql, type Insertable } from 'kysely';
+import type { InboxDatabase } from '../store/schema.js';
+import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
 import type { PaymentContext, PaymentHandlers } from './handlers.js';
 import type { PaymentRow } from './payments.js';
 
@@ -40,25 +43,65 @@ interface Effect {
   dependsOnKey?: string;
 }
 
-/** Writes outbox rows (one statement) unless their keys exist: a second delivery or event of the payment adds nothing. */
-async function addEffects({ tx, payment, now }: PaymentContext, effects: Effect[]): Promise<void> {
-  const payload = JSON.stringify(paymentEffect(payment));
+type Row<Table extends keyof InboxDatabase> = Insertable<InboxDatabase[Table]>;
+
+/** The rows the events of one batch add, written at its commit: one statement per table, not per event. */
+interface BatchRows {
+  orders: Array<Row<'orders'>>;
+  enrollments: Array<Row<'enrollments'>>;
+  outbox: Array<Row<'outbox'>>;
+}
+
+const rowsOfBatch = new WeakMap<CompletionBatch, BatchRows>();
+
+function batchRows(batch: CompletionBatch): BatchRows {
+  let rows = rowsOfBatch.get(batch);
+  if (!rows) {
+    const added: BatchRows = { orders: [], enrollments: [], outbox: [] };
+    batch.atCommit((tx) => writeRows(tx, added));
+    rowsOfBatch.set(batch, added);
+    rows = added;
+  }
+  return rows;
+}
+
+/**
+ * Unique keys make each row idempotent (a second delivery or event of a payment adds nothing). An
+ * enrollment that exists and was revoked is a course bought again after a refund: the new payment
+ * re-activates it. Revocations ran before, during the batch's events, so a batch that refunds one
+ * payment and grants the same course through another leaves the course granted.
+ */
+async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox }: BatchRows): Promise<void> {
+  if (orders.length > 0) await tx.insertInto('orders').orIgnore().values(orders).execute();
+  if (outbox.length > 0) await tx.insertInto('outbox').orIgnore().values(outbox).execute();
+  if (enrollments.length === 0) return;
+  const inserted = await tx.insertInto('enrollments').orIgnore().values(enrollments).executeTakeFirst();
+  if (Number(inserted.numInsertedOrUpdatedRows) === enrollments.length) return;
+  // Keyed by (user, course), not by id: the rows that were there already have not been read.
+  const byPair = (column: 'provider' | 'payment_id' | 'updated_at') =>
+    sql<string>`case ${sql.join(enrollments.map((row) => sql`when user_id = ${row.user_id} and course_id = ${row.course_id} then ${row[column]}`), sql` `)} else ${sql.ref(column)} end`;
   await tx
-    .insertInto('outbox')
-    .orIgnore()
-    .values(
-      effects.map(({ kind, idempotencyKey, dependsOnKey }) => ({
-        idempotency_key: idempotencyKey,
-        kind,
-        payload,
-        status: 'pending' as const,
-        attempts: 0,
-        next_attempt_at: now,
-        created_at: now,
-        depends_on_key: dependsOnKey ?? null,
-      })),
-    )
+    .updateTable('enrollments')
+    .set({ status: 'active', provider: byPair('provider'), payment_id: byPair('payment_id'), updated_at: byPair('updated_at') })
+    .where('status', '=', 'revoked')
+    .where((eb) => eb.or(enrollments.map((row) => eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]))))
     .execute();
+}
+
+function addEffects({ batch, payment, now }: PaymentContext, effects: Effect[]): void {
+  const payload = JSON.stringify(paymentEffect(payment));
+  batchRows(batch).outbox.push(
+    ...effects.map(({ kind, idempotencyKey, dependsOnKey }) => ({
+      idempotency_key: idempotencyKey,
+      kind,
+      payload,
+      status: 'pending' as const,
+      attempts: 0,
+      next_attempt_at: now,
+      created_at: now,
+      depends_on_key: dependsOnKey ?? null,
+    })),
+  );
 }
 
 function paymentEffect(payment: PaymentRow): PaymentEffect {
@@ -74,50 +117,23 @@ function paymentEffect(payment: PaymentRow): PaymentEffect {
 }
 
 async function grantCourse(context: PaymentContext): Promise<void> {
-  const { tx, payment, now } = context;
-  await tx
-    .insertInto('orders')
-    .orIgnore()
-    .values({
-      provider: payment.provider,
-      payment_id: payment.payment_id,
-      user_id: payment.user_id,
-      course_id: payment.course_id,
-      amount: payment.amount,
-      currency: payment.currency,
-      status: 'paid',
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-
+  const { batch, payment, now } = context;
+  const rows = batchRows(batch);
+  rows.orders.push({
+    provider: payment.provider,
+    payment_id: payment.payment_id,
+    user_id: payment.user_id,
+    course_id: payment.course_id,
+    amount: payment.amount,
+    currency: payment.currency,
+    status: 'paid',
+    created_at: now,
+    updated_at: now,
+  });
   if (payment.user_id !== null && payment.course_id !== null) {
-    const enrolled = await tx
-      .insertInto('enrollments')
-      .orIgnore()
-      .values({
-        user_id: payment.user_id,
-        course_id: payment.course_id,
-        status: 'active',
-        provider: payment.provider,
-        payment_id: payment.payment_id,
-        created_at: now,
-        updated_at: now,
-      })
-      .executeTakeFirst();
-    if (enrolled.numInsertedOrUpdatedRows === 0n) {
-      // Bought again after a refund: the new payment re-activates the enrollment.
-      await tx
-        .updateTable('enrollments')
-        .set({ status: 'active', provider: payment.provider, payment_id: payment.payment_id, updated_at: now })
-        .where('user_id', '=', payment.user_id)
-        .where('course_id', '=', payment.course_id)
-        .where('status', '=', 'revoked')
-        .execute();
-    }
+    rows.enrollments.push({ user_id: payment.user_id, course_id: payment.course_id, status: 'active', provider: payment.provider, payment_id: payment.payment_id, created_at: now, updated_at: now });
   }
-
-  await addEffects(context, [
+  addEffects(context, [
     { kind: COURSE_EFFECTS.receipt, idempotencyKey: receiptKey(payment.provider, payment.payment_id) },
     { kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) },
   ]);
@@ -142,9 +158,10 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
 
   // Only a fulfilment that was requested is cancelled (a refund seen before any capture has none),
   // and never before it: the cancellation waits until the fulfilment row is final. No second receipt.
+  // The fulfilment was requested by an earlier batch, if at all: one event of a payment per batch.
   const fulfilment = fulfilmentKey(payment.provider, payment.payment_id);
   const requested = await tx.selectFrom('outbox').select('id').where('idempotency_key', '=', fulfilment).executeTakeFirst();
-  if (requested) await addEffects(context, [{ kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment }]);
+  if (requested) addEffects(context, [{ kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment }]);
 }
 
 /**

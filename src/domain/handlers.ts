@@ -13,6 +13,8 @@ export interface PaymentContext {
   now: DbTime;
   /** Aborted when the worker's lease runs out; the commit would be refused after that anyway. */
   signal: AbortSignal;
+  /** The completion batch the event is part of: `batch.atCommit` shares one write among its events. */
+  batch: CompletionBatch;
 }
 
 /**
@@ -44,7 +46,7 @@ export function paymentApplier(options: { providers: ProviderRegistry; handlers:
     const state = change.payment.status;
     if (change.applied || change.enriched) {
       for (const handler of options.handlers[state] ?? []) {
-        await handler({ tx, payment: change.payment, event, now, signal });
+        await handler({ tx, payment: change.payment, event, now, signal, batch });
       }
     }
     if (change.applied) return `applied: payment ${canonical.paymentId} ${state}`;

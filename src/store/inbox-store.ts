@@ -9,7 +9,7 @@ import { NEW_EVENT_COLUMNS, newEventRow, recordBatch, type NewEventRow, type Rec
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
-import { claimBatch, completeBatch, completionBatch, fence, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
+import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, TransactionBatch, type CompletionRequest } from './processing-batches.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
 import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
@@ -192,7 +192,9 @@ export class KyselyInboxStore implements InboxStore {
   private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
     return this.withConflictRetries(() =>
       this.db.transaction().execute(async (tx) => {
-        const outcome = await work(tx, completionBatch([lease]));
+        const batch = TransactionBatch.of([lease]);
+        const outcome = await work(tx, batch);
+        await batch.writeDeferred(tx);
         await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
         return outcome;
       }),

@@ -152,14 +152,13 @@ class BatchAbandoned extends Error {}
 export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], now: () => Date): Promise<string[] | null> {
   try {
     return await db.transaction().execute(async (tx) => {
-      const batch = completionBatch(requests.map((r) => r.lease));
+      const batch = TransactionBatch.of(requests.map((r) => r.lease));
       const outcomes: string[] = [];
-      for (const { work } of requests) {
-        try {
-          outcomes.push(await work(tx, batch));
-        } catch {
-          throw new BatchAbandoned();
-        }
+      try {
+        for (const { work } of requests) outcomes.push(await work(tx, batch));
+        await batch.writeDeferred(tx);
+      } catch {
+        throw new BatchAbandoned();
       }
       await fence(tx, requests.map((r) => r.lease), outcomes, toDbTime(now()));
       return outcomes;
@@ -170,9 +169,24 @@ export async function completeBatch(db: Kysely<InboxDatabase>, requests: Complet
   }
 }
 
-/** Made inside each transaction: a transaction run again starts from a new one. */
-export function completionBatch(leases: Lease[]): CompletionBatch {
-  return { payments: leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null) };
+/** A completion transaction's CompletionBatch; made inside the transaction, so one run again starts afresh. */
+export class TransactionBatch implements CompletionBatch {
+  private readonly deferred: Array<(tx: BusinessTransaction) => Promise<void>> = [];
+
+  constructor(readonly payments: PaymentRef[]) {}
+
+  static of(leases: Lease[]): TransactionBatch {
+    return new TransactionBatch(leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null));
+  }
+
+  atCommit(write: (tx: BusinessTransaction) => Promise<void>): void {
+    this.deferred.push(write);
+  }
+
+  /** The writes deferred by atCommit, in the order they were deferred; each runs once. */
+  async writeDeferred(tx: BusinessTransaction): Promise<void> {
+    for (const write of this.deferred.splice(0)) await write(tx);
+  }
 }
 
 /**

@@ -69,12 +69,15 @@ export interface PipelineStats {
 
 export type BusinessTransaction = Transaction<InboxDatabase>;
 
-/**
- * What the works of one completion transaction share: the payments whose events it completes, one
- * event each (the payment lease), so a work can read what all of them need in one statement.
- */
+/** What the works of one completion transaction share, so that many events cost few statements. */
 export interface CompletionBatch {
-  payments: PaymentRef[];
+  /** The payments whose events the transaction completes, one event each (the payment lease). */
+  readonly payments: PaymentRef[];
+  /**
+   * Runs `write` in the transaction after every work of the batch, before the fence: rows that many
+   * events add, and that nothing reads back before the commit, go as one statement for the batch.
+   */
+  atCommit(write: (tx: BusinessTransaction) => Promise<void>): void;
 }
 
 /** A completion's own business work, run inside the transaction that marks its event processed. */

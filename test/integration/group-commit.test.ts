@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import type { KyselyPlugin } from 'kysely';
 import type { PaymentEvent } from '../../src/domain/payment-event.js';
+import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
 import { openStore } from '../../src/store/open-store.js';
 import { toDbTime } from '../../src/store/schema.js';
-import type { InboxStore } from '../../src/store/store.js';
+import type { CompletionBatch, InboxStore } from '../../src/store/store.js';
 import { STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { describeEachStore } from '../support/store-suite.js';
 import { TestClock } from '../support/harness.js';
@@ -133,6 +134,57 @@ await describeEachStore('group commit', (suite) => {
     assert.deepEqual(changes, ['true captured u_0', 'true captured u_1', 'true captured u_2'], 'the stored payment moved forward and got its details, the new ones were created');
     const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
     assert.deepEqual(stored, payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: `u_${i}` })));
+  });
+
+  test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
+    const now = toDbTime(clock.now());
+    await store.db.insertInto('enrollments').values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now }).execute();
+    const buyers = [
+      { paymentId: 'pay_rows_1', userId: 'u_rows_1', courseId: 'c_rows' },
+      { paymentId: 'pay_rows_2', userId: 'u_rows_2', courseId: 'c_rows' },
+      { paymentId: 'pay_rows_3', userId: 'u_rows_3', courseId: 'c_rows' },
+      { paymentId: 'pay_again', userId: 'u_again', courseId: 'c_again' },
+    ];
+    const leases = await Promise.all(buyers.map(async ({ paymentId }) => (await store.claim((await store.record(verified(`gc_${paymentId}`), paymentId)).id, 'worker', LEASE_MS))!.lease));
+    const statements: string[] = [];
+    const counter: KyselyPlugin = {
+      transformQuery: ({ node }) => {
+        if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
+        if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
+        return node;
+      },
+      transformResult: async ({ result }) => result,
+    };
+    // The batch as the handlers see it, with its deferred writes counted.
+    const counted = new WeakMap<CompletionBatch, CompletionBatch>();
+    const countedBatch = (batch: CompletionBatch): CompletionBatch => {
+      if (!counted.has(batch)) counted.set(batch, { payments: batch.payments, atCommit: (write) => batch.atCommit((tx) => write(tx.withPlugin(counter))) });
+      return counted.get(batch)!;
+    };
+    await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const { paymentId, userId, courseId } = buyers[i]!;
+          const change = await advancePayment(tx, 'razorpay', { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: null }, now, batch);
+          const event = { id: lease.id, provider: 'razorpay' as const, eventId: `gc_${paymentId}`, eventType: 'payment.captured', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() };
+          for (const handler of coursePlatform.captured!) await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: countedBatch(batch) });
+          return 'granted';
+        }),
+      ),
+    );
+    assert.deepEqual(statements.sort(), ['insert enrollments', 'insert orders', 'insert outbox', 'update enrollments'], 'one statement per table for the four events, and one re-activation');
+    const ids = buyers.map((b) => b.paymentId);
+    const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
+    assert.deepEqual(orders.map((o) => o.payment_id), [...ids].sort());
+    const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%:razorpay:pay_%').execute();
+    assert.deepEqual(outbox.map((o) => o.idempotency_key).sort(), ids.flatMap((id) => [`fulfilment:razorpay:${id}`, `receipt:razorpay:${id}`]).sort());
+    const enrollments = await store.db.selectFrom('enrollments').select(['user_id', 'status', 'payment_id']).where('course_id', 'in', ['c_rows', 'c_again']).orderBy('user_id').execute();
+    assert.deepEqual(enrollments, [
+      { user_id: 'u_again', status: 'active', payment_id: 'pay_again' },
+      { user_id: 'u_rows_1', status: 'active', payment_id: 'pay_rows_1' },
+      { user_id: 'u_rows_2', status: 'active', payment_id: 'pay_rows_2' },
+      { user_id: 'u_rows_3', status: 'active', payment_id: 'pay_rows_3' },
+    ]);
   });
 });
 

@@ -5,6 +5,7 @@ import type { PaymentEvent, PaymentState } from '../../src/domain/payment-event.
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
+import { TransactionBatch } from '../../src/store/processing-batches.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { InboxStore } from '../../src/store/store.js';
 import { describeEachStore } from '../support/store-suite.js';
@@ -179,9 +180,11 @@ await describeEachStore('store contract', (suite) => {
     for (let round = 0; round < 3; round++) {
       await store.db.transaction().execute(async (tx) => {
         const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR' }), toDbTime(clock.now()));
+        const batch = new TransactionBatch([]);
         for (const handler of coursePlatform.captured!) {
-          await handler({ tx, payment: change.payment, event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() }, now: toDbTime(clock.now()), signal: new AbortController().signal });
+          await handler({ tx, payment: change.payment, event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() }, now: toDbTime(clock.now()), signal: new AbortController().signal, batch });
         }
+        await batch.writeDeferred(tx);
       });
     }
     assert.deepEqual(await paymentEffects(store.db, 'pi_business'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
