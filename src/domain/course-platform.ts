@@ -55,13 +55,11 @@ interface BatchRows {
 const rowsOfBatch = new WeakMap<CompletionBatch, BatchRows>();
 
 function batchRows(batch: CompletionBatch): BatchRows {
-  let rows = rowsOfBatch.get(batch);
-  if (!rows) {
-    const added: BatchRows = { orders: [], enrollments: [], outbox: [] };
-    batch.atCommit((tx) => writeRows(tx, added));
-    rowsOfBatch.set(batch, added);
-    rows = added;
-  }
+  const known = rowsOfBatch.get(batch);
+  if (known) return known;
+  const rows: BatchRows = { orders: [], enrollments: [], outbox: [] };
+  rowsOfBatch.set(batch, rows);
+  batch.atCommit((tx) => writeRows(tx, rows));
   return rows;
 }
 
