@@ -18,5 +18,5 @@ export { OutboxStore, type OutboxEntry, type OutboxMessage } from './outbox/outb
 export type { Delivered, OutboxTransport, OutboxTransports } from './outbox/transport.js';
 export type { PaymentEvent, PaymentState, CanonicalEvent } from './domain/payment-event.js';
 export type { ProviderName, RawDelivery, VerifiedEvent } from './providers/provider.js';
-export type { InboxStore, InboxEvent, BusinessTransaction } from './store/store.js';
+export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/store.js';
 export type { InboxDatabase } from './store/schema.js';
