@@ -27,7 +27,7 @@ type Details = Pick<PaymentRow, 'user_id' | 'course_id' | 'email' | 'amount' | '
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch?: CompletionBatch): Promise<PaymentChange> {
   const key = { provider, payment_id: event.paymentId };
   const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
-  let current = batch ? await readPaymentOfBatch(tx, key, batch) : await readPayment(tx, key);
+  let current = await readPaymentOfBatch(tx, key, batch);
   if (!current) {
     const values = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
     const inserted = await tx.insertInto('payments').orIgnore().values(values).executeTakeFirst();
@@ -63,13 +63,14 @@ function readPayment(tx: BusinessTransaction, key: { provider: string; payment_i
 const batchReads = new WeakMap<CompletionBatch, Promise<Map<string, PaymentRow>>>();
 
 /**
- * The payment's row, read with those of every payment the batch completes: the first event of the
- * batch reads them all in one statement (read one by one, they were a fifth of processing's
- * statements). Each payment has one event in the batch, and only that event writes its row, so a
- * row read ahead is still the row when its event comes to use it.
+ * The payment's row, read with those of every payment the batch completes (alone without a batch,
+ * or when the batch does not name it): the first event of the batch reads them all in one statement
+ * (read one by one, they were a fifth of processing's statements). Each payment has one event in
+ * the batch, and only that event writes its row, so a row read ahead is still the row when its
+ * event comes to use it.
  */
-async function readPaymentOfBatch(tx: BusinessTransaction, key: { provider: string; payment_id: string }, batch: CompletionBatch): Promise<PaymentRow | undefined> {
-  if (!batch.payments.some((p) => p.provider === key.provider && p.paymentId === key.payment_id)) return readPayment(tx, key);
+async function readPaymentOfBatch(tx: BusinessTransaction, key: { provider: string; payment_id: string }, batch?: CompletionBatch): Promise<PaymentRow | undefined> {
+  if (!batch?.payments.some((p) => p.provider === key.provider && p.paymentId === key.payment_id)) return readPayment(tx, key);
   let rows = batchReads.get(batch);
   if (!rows) {
     rows = tx
