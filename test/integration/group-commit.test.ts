@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
-import type { KyselyPlugin } from 'kysely';
 import type { PaymentEvent } from '../../src/domain/payment-event.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
@@ -8,10 +7,11 @@ import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
 import { openStore } from '../../src/store/open-store.js';
 import { toDbTime } from '../../src/store/schema.js';
-import type { CompletionBatch, InboxStore } from '../../src/store/store.js';
+import type { CompletionBatch, InboxStore, Lease } from '../../src/store/store.js';
 import { STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { describeEachStore } from '../support/store-suite.js';
 import { TestClock } from '../support/harness.js';
+import { watchingQueries } from '../support/query-watch.js';
 
 /**
  * Group commit (src/store/batcher.ts, group-commit.ts): concurrent calls share one transaction, yet
@@ -30,6 +30,11 @@ await describeEachStore('group commit', (suite) => {
   before(() => {
     ({ database: db, store } = suite);
   });
+
+  /** Records an event (about `paymentId`, if given) and claims it for one worker. */
+  async function leaseOf(eventId: string, paymentId: string | null = null): Promise<Lease> {
+    return (await store.claim((await store.record(verified(eventId), paymentId)).id, 'worker', LEASE_MS))!.lease;
+  }
 
   test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
     const old = await store.record(verified('gc_old'));
@@ -84,7 +89,7 @@ await describeEachStore('group commit', (suite) => {
   test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
     const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
     const leases = [];
-    for (const name of names) leases.push((await store.claim((await store.record(verified(name))).id, 'worker', LEASE_MS))!.lease);
+    for (const name of names) leases.push(await leaseOf(name));
     const stolen = { ...leases[2]!, token: 'not-the-token' };
     const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
       const now = toDbTime(clock.now());
@@ -112,15 +117,11 @@ await describeEachStore('group commit', (suite) => {
     const now = toDbTime(clock.now());
     await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_1', status: 'authorized', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
     const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3'];
-    const leases = await Promise.all(payments.map(async (paymentId) => (await store.claim((await store.record(verified(`gc_${paymentId}`), paymentId)).id, 'worker', LEASE_MS))!.lease));
+    const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
     let paymentReads = 0;
-    const counter: KyselyPlugin = {
-      transformQuery: ({ node }) => {
-        if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes('"payments"')) paymentReads++;
-        return node;
-      },
-      transformResult: async ({ result }) => result,
-    };
+    const counter = watchingQueries((node) => {
+      if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes('"payments"')) paymentReads++;
+    });
     const changes = await Promise.all(
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
@@ -145,16 +146,12 @@ await describeEachStore('group commit', (suite) => {
       { paymentId: 'pay_rows_3', userId: 'u_rows_3', courseId: 'c_rows' },
       { paymentId: 'pay_again', userId: 'u_again', courseId: 'c_again' },
     ];
-    const leases = await Promise.all(buyers.map(async ({ paymentId }) => (await store.claim((await store.record(verified(`gc_${paymentId}`), paymentId)).id, 'worker', LEASE_MS))!.lease));
+    const leases = await Promise.all(buyers.map(({ paymentId }) => leaseOf(`gc_${paymentId}`, paymentId)));
     const statements: string[] = [];
-    const counter: KyselyPlugin = {
-      transformQuery: ({ node }) => {
-        if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
-        if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
-        return node;
-      },
-      transformResult: async ({ result }) => result,
-    };
+    const counter = watchingQueries((node) => {
+      if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
+      if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
+    });
     // The batch as the handlers see it, with its deferred writes counted.
     const counted = new WeakMap<CompletionBatch, CompletionBatch>();
     const countedBatch = (batch: CompletionBatch): CompletionBatch => {

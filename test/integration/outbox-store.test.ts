@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import type { KyselyPlugin } from 'kysely';
 import { OutboxStore } from '../../src/outbox/outbox-store.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { InboxStore } from '../../src/store/store.js';
 import { describeEachStore } from '../support/store-suite.js';
+import { watchingQueries } from '../support/query-watch.js';
 
 /** The outbox rows' lease-and-fence contract, on every store backend. */
 const LEASE_MS = 30_000;
@@ -118,13 +118,9 @@ await describeEachStore('outbox store', (suite) => {
   /** An outbox store whose UPDATE statements are counted. */
   function countingUpdates(): { outbox: OutboxStore; updates: () => number } {
     let updates = 0;
-    const counter: KyselyPlugin = {
-      transformQuery: ({ node }) => {
-        if (node.kind === 'UpdateQueryNode') updates++;
-        return node;
-      },
-      transformResult: async ({ result }) => result,
-    };
+    const counter = watchingQueries((node) => {
+      if (node.kind === 'UpdateQueryNode') updates++;
+    });
     return { outbox: new OutboxStore(store.db.withPlugin(counter), clock), updates: () => updates };
   }
 
