@@ -1,8 +1,9 @@
-import { sql, type Insertable } from 'kysely';
+import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
 import type { InboxDatabase } from '../store/schema.js';
+import { caseWhen } from '../store/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
 import type { PaymentContext, PaymentHandlers } from './handlers.js';
-import type { PaymentRow } from './payments.js';
+import type { Payment } from './payments.js';
 
 /** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */
 export const COURSE_EFFECTS = {
@@ -76,13 +77,15 @@ async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox 
   const inserted = await tx.insertInto('enrollments').orIgnore().values(enrollments).executeTakeFirst();
   if (Number(inserted.numInsertedOrUpdatedRows) === enrollments.length) return;
   // Keyed by (user, course), not by id: the rows that were there already have not been read.
-  const byPair = (column: 'provider' | 'payment_id' | 'updated_at') =>
-    sql<string>`case ${sql.join(enrollments.map((row) => sql`when user_id = ${row.user_id} and course_id = ${row.course_id} then ${row[column]}`), sql` `)} else ${sql.ref(column)} end`;
+  const isPair = (eb: ExpressionBuilder<InboxDatabase, 'enrollments'>, row: Row<'enrollments'>) => eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]);
   await tx
     .updateTable('enrollments')
-    .set({ status: 'active', provider: byPair('provider'), payment_id: byPair('payment_id'), updated_at: byPair('updated_at') })
+    .set((eb) => {
+      const byPair = (column: 'provider' | 'payment_id' | 'updated_at') => caseWhen(enrollments.map((row) => [isPair(eb, row), row[column]]), sql.ref(column));
+      return { status: 'active', provider: byPair('provider'), payment_id: byPair('payment_id'), updated_at: byPair('updated_at') };
+    })
     .where('status', '=', 'revoked')
-    .where((eb) => eb.or(enrollments.map((row) => eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]))))
+    .where((eb) => eb.or(enrollments.map((row) => isPair(eb, row))))
     .execute();
 }
 
@@ -102,7 +105,7 @@ function addEffects({ batch, payment, now }: PaymentContext, effects: Effect[]):
   );
 }
 
-function paymentEffect(payment: PaymentRow): PaymentEffect {
+function paymentEffect(payment: Payment): PaymentEffect {
   return {
     provider: payment.provider,
     paymentId: payment.payment_id,

@@ -3,12 +3,12 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import { toDbTime, type DbTime } from '../store/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/store.js';
 import type { PaymentState } from './payment-event.js';
-import { advancePayment, type PaymentRow } from './payments.js';
+import { advancePayment, type Payment } from './payments.js';
 
 export interface PaymentContext {
   /** The processing transaction: every write here commits with "event processed", or not at all. */
   tx: BusinessTransaction;
-  payment: PaymentRow;
+  payment: Payment;
   event: InboxEvent;
   now: DbTime;
   /** Aborted when the worker's lease runs out; the commit would be refused after that anyway. */

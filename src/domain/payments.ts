@@ -1,21 +1,38 @@
-import type { Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import { paymentKey, wherePayments } from '../store/processing-batches.js';
 import type { DbTime, PaymentsTable } from '../store/schema.js';
+import { caseWhen } from '../store/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
-import { statesBefore, type PaymentEvent } from './payment-event.js';
+import { statesBefore, type PaymentEvent, type PaymentState } from './payment-event.js';
 
-export type PaymentRow = Selectable<PaymentsTable>;
+/** A payment as the domain sees it: keyed by provider and the provider's payment id. */
+export type Payment = Omit<Selectable<PaymentsTable>, 'id'>;
 
 export interface PaymentChange {
   /** The event moved the payment forward (or created it). */
   applied: boolean;
   /** The event filled in details the payment lacked (user, course, amount, ...). */
   enriched: boolean;
-  /** The payment as it stands after the event, inside the same transaction. */
-  payment: PaymentRow;
+  /** The payment as it stands after the event, once the transaction commits. */
+  payment: Payment;
 }
 
-type Details = Pick<PaymentRow, 'user_id' | 'course_id' | 'email' | 'amount' | 'currency'>;
+type Details = Pick<Payment, 'user_id' | 'course_id' | 'email' | 'amount' | 'currency'>;
+const DETAILS = ['user_id', 'course_id', 'email', 'amount', 'currency'] as const satisfies ReadonlyArray<keyof Details>;
+
+type PaymentKey = Pick<Payment, 'provider' | 'payment_id'>;
+
+const PAYMENT_COLUMNS = ['provider', 'payment_id', 'status', ...DETAILS, 'created_at', 'updated_at'] as const satisfies ReadonlyArray<keyof Payment>;
+
+/** What one event changes in an existing payment: each write stays conditional on what it found. */
+interface PaymentUpdate extends PaymentKey {
+  /** The state it moves to, from any of `earlier`; null when it only fills in details. */
+  state: PaymentState | null;
+  earlier: PaymentState[];
+  /** Details the payment lacked, each filled only while still empty. */
+  filled: Partial<Details>;
+  now: DbTime;
+}
 
 /**
  * Applies a payment event forward-only (DESIGN.md invariant 4). Events of one payment are processed
@@ -23,63 +40,99 @@ type Details = Pick<PaymentRow, 'user_id' | 'course_id' | 'email' | 'amount' | '
  * is still conditional (an earlier state, a missing detail), so that even concurrent writers could
  * only move the payment forward and fill what is empty. A stale event still completes missing
  * details: a late event may be the only one that carries the customer's metadata.
+ *
+ * The payments of a completion batch that it holds the lease of are read together by the batch's
+ * first event and written together at its commit (`batch.atCommit`): one read, at most one insert
+ * and one update for the whole batch. Until then the `payments` table does not show the change;
+ * `PaymentChange.payment` does.
  */
-export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch?: CompletionBatch): Promise<PaymentChange> {
+export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch: CompletionBatch): Promise<PaymentChange> {
   const key = { provider, payment_id: event.paymentId };
   const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
-  let current = await readPaymentOfBatch(tx, key, batch);
+  const shared = batch.payments.some((p) => p.provider === provider && p.paymentId === event.paymentId) ? paymentsOfBatch(tx, batch) : null;
+  let current = shared ? (await shared.read).get(paymentKey(provider, event.paymentId)) : await readPayment(tx, key);
   if (!current) {
-    const values = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
-    const inserted = await tx.insertInto('payments').orIgnore().values(values).executeTakeFirst();
-    if (inserted.numInsertedOrUpdatedRows === 1n) return { applied: true, enriched: false, payment: { id: Number(inserted.insertId), ...values } };
-    // Created by a writer outside the payment's lease (an operator's tool) since the read.
+    const created: Payment = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
+    if (shared) {
+      shared.inserts.push(created);
+      return { applied: true, enriched: false, payment: created };
+    }
+    if (await insertPayments(tx, [created])) return { applied: true, enriched: false, payment: created };
+    // Created by another writer since the read: this event holds no lease on the payment.
     current = (await readPayment(tx, key))!;
   }
 
   const earlier = statesBefore(event.state);
   const applied = earlier.includes(current.status);
-  const missing = (Object.keys(details) as Array<keyof Details>).filter((column) => details[column] !== null && current[column] === null);
-  if (!applied && missing.length === 0) return { applied, enriched: false, payment: current };
+  const filled: Partial<Details> = Object.fromEntries(DETAILS.filter((column) => details[column] !== null && current[column] === null).map((column) => [column, details[column]]));
+  const enriched = Object.keys(filled).length > 0;
+  if (!applied && !enriched) return { applied, enriched, payment: current };
 
+  const update: PaymentUpdate = { ...key, state: applied ? event.state : null, earlier, filled, now };
+  if (shared) shared.updates.push(update);
+  else await updatePayments(tx, [update]);
+  return { applied, enriched, payment: { ...current, ...filled, ...(applied ? { status: event.state } : {}), updated_at: now } };
+}
+
+function readPayment(tx: BusinessTransaction, key: PaymentKey): Promise<Payment | undefined> {
+  return tx.selectFrom('payments').select(PAYMENT_COLUMNS).where('provider', '=', key.provider).where('payment_id', '=', key.payment_id).executeTakeFirst();
+}
+
+/** True when every row was inserted, none of them already there. */
+async function insertPayments(tx: BusinessTransaction, payments: Array<Insertable<PaymentsTable>>): Promise<boolean> {
+  const inserted = await tx.insertInto('payments').orIgnore().values(payments).executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows) === payments.length;
+}
+
+/** One UPDATE for any number of payments: each row gets its own values, under its own conditions. */
+async function updatePayments(tx: BusinessTransaction, updates: PaymentUpdate[]): Promise<void> {
   await tx
     .updateTable('payments')
     .set((eb) => {
-      const set: Record<string, unknown> = { updated_at: now };
-      if (applied) set.status = eb.case().when('status', 'in', earlier).then(event.state).else(eb.ref('status')).end();
-      for (const column of missing) set[column] = eb.fn.coalesce(column, eb.val(details[column]));
+      const isPayment = (u: PaymentKey) => eb.and([eb('provider', '=', u.provider), eb('payment_id', '=', u.payment_id)]);
+      const set: Record<string, unknown> = { updated_at: caseWhen(updates.map((u) => [isPayment(u), u.now]), sql.ref('updated_at')) };
+      const moving = updates.filter((u) => u.state !== null);
+      if (moving.length > 0) set.status = caseWhen(moving.map((u) => [eb.and([isPayment(u), eb('status', 'in', u.earlier)]), u.state]), sql.ref('status'));
+      for (const column of DETAILS) {
+        const filling = updates.filter((u) => u.filled[column] !== undefined);
+        if (filling.length > 0) set[column] = caseWhen(filling.map((u) => [isPayment(u), eb.fn.coalesce(column, eb.val(u.filled[column]))]), sql.ref(column));
+      }
       return set;
     })
-    .where('provider', '=', provider)
-    .where('payment_id', '=', event.paymentId)
+    .where(wherePayments(updates.map((u) => ({ provider: u.provider, paymentId: u.payment_id }))))
     .execute();
-  const filled = Object.fromEntries(missing.map((column) => [column, details[column]]));
-  return { applied, enriched: missing.length > 0, payment: { ...current, ...filled, ...(applied ? { status: event.state } : {}), updated_at: now } };
 }
 
-function readPayment(tx: BusinessTransaction, key: { provider: string; payment_id: string }): Promise<PaymentRow | undefined> {
-  return tx.selectFrom('payments').selectAll().where('provider', '=', key.provider).where('payment_id', '=', key.payment_id).executeTakeFirst();
+/** The payments a completion batch holds the leases of: read by its first event, written at its commit. */
+interface BatchPayments {
+  read: Promise<Map<string, Payment>>;
+  inserts: Payment[];
+  updates: PaymentUpdate[];
 }
 
-const batchReads = new WeakMap<CompletionBatch, Promise<Map<string, PaymentRow>>>();
+const batchPayments = new WeakMap<CompletionBatch, BatchPayments>();
 
 /**
- * The payment's row, read with those of every payment the batch completes (alone without a batch,
- * or when the batch does not name it): the first event of the batch reads them all in one statement
- * (read one by one, they were a fifth of processing's statements). Each payment has one event in
- * the batch, and only that event writes its row, so a row read ahead is still the row when its
- * event comes to use it.
+ * Read one by one and written one by one, payments were a third of processing's statements. Each
+ * payment has one event in the batch, and only that event writes its row, so a row read ahead is
+ * still the row when its event comes to use it, and its write can wait for the commit.
  */
-async function readPaymentOfBatch(tx: BusinessTransaction, key: { provider: string; payment_id: string }, batch?: CompletionBatch): Promise<PaymentRow | undefined> {
-  if (!batch?.payments.some((p) => p.provider === key.provider && p.paymentId === key.payment_id)) return readPayment(tx, key);
-  let rows = batchReads.get(batch);
-  if (!rows) {
-    rows = tx
-      .selectFrom('payments')
-      .selectAll()
-      .where(wherePayments(batch.payments))
-      .execute()
-      .then((found) => new Map(found.map((row) => [paymentKey(row.provider, row.payment_id), row])));
-    batchReads.set(batch, rows);
-  }
-  return (await rows).get(paymentKey(key.provider, key.payment_id));
+function paymentsOfBatch(tx: BusinessTransaction, batch: CompletionBatch): BatchPayments {
+  const known = batchPayments.get(batch);
+  if (known) return known;
+  const read = tx
+    .selectFrom('payments')
+    .select(PAYMENT_COLUMNS)
+    .where(wherePayments(batch.payments))
+    .execute()
+    .then((found) => new Map(found.map((row): [string, Payment] => [paymentKey(row.provider, row.payment_id), row])));
+  const shared: BatchPayments = { read, inserts: [], updates: [] };
+  batchPayments.set(batch, shared);
+  batch.atCommit(async (commitTx) => {
+    // A row created since the read by a writer outside the lease (an operator's tool): the batch is
+    // abandoned, and each of its events, completed alone, reads its payment again.
+    if (shared.inserts.length > 0 && !(await insertPayments(commitTx, shared.inserts))) throw new Error('a payment was created outside its lease during the batch');
+    if (shared.updates.length > 0) await updatePayments(commitTx, shared.updates);
+  });
+  return shared;
 }

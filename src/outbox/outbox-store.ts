@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { Batcher } from '../store/batcher.js';
-import { caseById } from '../store/case-by-id.js';
+import { caseById } from '../store/sql-case.js';
 import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../store/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
 

@@ -1,8 +1,8 @@
-import type { ExpressionBuilder, Kysely, Selectable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName } from '../providers/provider.js';
 import { groupBy } from './batcher.js';
-import { caseById } from './case-by-id.js';
+import { caseById, caseWhen } from './sql-case.js';
 import { heldBy, newLease } from './lease.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
@@ -77,13 +77,10 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
         .set((eb) => ({
           lease_token: token,
           lease_expires_at: columns.lease_expires_at,
-          event_row_id: holders
-            .slice(1)
-            .reduce(
-              (whens, row) => whens.when(eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id!)])).then(row.id),
-              eb.case().when(eb.and([eb('provider', '=', holders[0]!.provider), eb('payment_id', '=', holders[0]!.payment_id!)])).then(holders[0]!.id),
-            )
-            .end(),
+          event_row_id: caseWhen(
+            holders.map((row) => [eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id!)]), row.id]),
+            sql.ref('event_row_id'),
+          ),
         }))
         .where(wherePayments(payments))
         .where((eb) => eb.or([eb('lease_token', 'is', null), eb('lease_expires_at', '<=', nowDb)]))

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import type { KyselyPlugin } from 'kysely';
 import type { PaymentEvent } from '../../src/domain/payment-event.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
@@ -113,28 +114,72 @@ await describeEachStore('group commit', (suite) => {
     assert.deepEqual(states.map((s) => s?.status), ['processed', 'processing', 'processing', 'processed']);
   });
 
-  test('a completion batch reads the payments of all its events in one statement; each event finds its own row', async () => {
+  /** The batch as a work sees it, with the statements of its deferred writes shown to `plugin` too. */
+  const watchedBatches = new WeakMap<CompletionBatch, CompletionBatch>();
+  function watchedBatch(batch: CompletionBatch, plugin: KyselyPlugin): CompletionBatch {
+    if (!watchedBatches.has(batch)) watchedBatches.set(batch, { payments: batch.payments, atCommit: (write) => batch.atCommit((tx) => write(tx.withPlugin(plugin))) });
+    return watchedBatches.get(batch)!;
+  }
+
+  function captured(paymentId: string, userId: string): PaymentEvent {
+    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null };
+  }
+
+  test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
     const now = toDbTime(clock.now());
     await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_1', status: 'authorized', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
-    const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3'];
+    await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_2', status: 'created', user_id: 'u_kept', course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
+    const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3', 'pay_read_4'];
     const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
-    let paymentReads = 0;
+    const statements: string[] = [];
     const counter = watchingQueries((node) => {
-      if (node.kind === 'SelectQueryNode' && JSON.stringify(node.from).includes('"payments"')) paymentReads++;
+      if (!JSON.stringify(node).includes('"payments"')) return;
+      statements.push({ SelectQueryNode: 'select', InsertQueryNode: 'insert', UpdateQueryNode: 'update' }[node.kind as string] ?? node.kind);
     });
     const changes = await Promise.all(
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
-          const event: PaymentEvent = { kind: 'payment', paymentId: payments[i]!, state: 'captured', amountMinor: 4900, currency: 'INR', userId: `u_${i}`, courseId: 'c_read', email: null };
-          const change = await advancePayment(tx.withPlugin(counter), 'razorpay', event, now, batch);
+          const change = await advancePayment(tx.withPlugin(counter), 'razorpay', captured(payments[i]!, `u_${i}`), now, watchedBatch(batch, counter));
           return `${change.applied} ${change.payment.status} ${change.payment.user_id}`;
         }),
       ),
     );
-    assert.equal(paymentReads, 1, 'one read for the three payments');
-    assert.deepEqual(changes, ['true captured u_0', 'true captured u_1', 'true captured u_2'], 'the stored payment moved forward and got its details, the new ones were created');
+    assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
+    assert.deepEqual(changes, ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
+    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id', 'course_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
+    assert.deepEqual(
+      stored,
+      payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' })),
+      'stored as reported: details filled in only where they were missing',
+    );
+  });
+
+  test('a payment row written by another writer during the batch: the batch is abandoned and its events complete alone', async () => {
+    const now = toDbTime(clock.now());
+    const payments = ['pay_raced_1', 'pay_raced_2'];
+    const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
+    let raced = false;
+    const outcomes = await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const change = await advancePayment(tx, 'razorpay', captured(payments[i]!, `u_${i}`), now, batch);
+          if (i === 0 && !raced) {
+            raced = true;
+            // Another writer's row for the second payment, after the batch read it (in the batch's own
+            // transaction so that SQLite, a single writer, can run it; it goes with the abandoned batch).
+            await tx.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_raced_2', status: 'refunded', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
+          }
+          return `${change.payment.status} ${batch.payments.length}`;
+        }),
+      ),
+    );
+    assert.ok(raced);
+    assert.deepEqual(outcomes, ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
     const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
-    assert.deepEqual(stored, payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: `u_${i}` })));
+    assert.deepEqual(stored, [
+      { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
+      { payment_id: 'pay_raced_2', status: 'captured', user_id: 'u_1' },
+    ]);
   });
 
   test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
@@ -152,19 +197,13 @@ await describeEachStore('group commit', (suite) => {
       if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
       if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
     });
-    // The batch as the handlers see it, with its deferred writes counted.
-    const counted = new WeakMap<CompletionBatch, CompletionBatch>();
-    const countedBatch = (batch: CompletionBatch): CompletionBatch => {
-      if (!counted.has(batch)) counted.set(batch, { payments: batch.payments, atCommit: (write) => batch.atCommit((tx) => write(tx.withPlugin(counter))) });
-      return counted.get(batch)!;
-    };
     await Promise.all(
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
           const { paymentId, userId, courseId } = buyers[i]!;
           const change = await advancePayment(tx, 'razorpay', { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: null }, now, batch);
           const event = { id: lease.id, provider: 'razorpay' as const, eventId: `gc_${paymentId}`, eventType: 'payment.captured', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() };
-          for (const handler of coursePlatform.captured!) await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: countedBatch(batch) });
+          for (const handler of coursePlatform.captured!) await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
           return 'granted';
         }),
       ),

@@ -179,8 +179,8 @@ await describeEachStore('store contract', (suite) => {
     const { id } = await store.record(verified('evt_business'));
     for (let round = 0; round < 3; round++) {
       await store.db.transaction().execute(async (tx) => {
-        const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR' }), toDbTime(clock.now()));
         const batch = new TransactionBatch([]);
+        const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR' }), toDbTime(clock.now()), batch);
         for (const handler of coursePlatform.captured!) {
           await handler({ tx, payment: change.payment, event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() }, now: toDbTime(clock.now()), signal: new AbortController().signal, batch });
         }
@@ -194,21 +194,33 @@ await describeEachStore('store contract', (suite) => {
     );
   });
 
-  test('payments move forward only, whatever the order; late events still fill in details', async () => {
-    const steps: Array<[PaymentState, Partial<PaymentEvent>, boolean]> = [
-      ['captured', {}, true],
-      ['authorized', { userId: 'u_late', courseId: 'c_late' }, false],
-      ['created', {}, false],
-      ['refunded', {}, true],
-      ['captured', {}, false],
-    ];
-    for (const [state, details, expectApplied] of steps) {
-      const change = await store.db.transaction().execute((tx) => advancePayment(tx, 'stripe', paymentEvent('pi_forward', state, details), toDbTime(clock.now())));
-      assert.equal(change.applied, expectApplied, `${state} applied?`);
-    }
-    const payment = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', 'pi_forward').executeTakeFirstOrThrow();
-    assert.equal(payment.status, 'refunded');
-    assert.equal(payment.user_id, 'u_late');
-    assert.equal(payment.course_id, 'c_late');
-  });
+  // Alone (no lease on the payment: read and written at once) and in a batch holding the payment's
+  // lease (read with the batch, written at its commit).
+  for (const leased of [false, true]) {
+    test(`payments move forward only, whatever the order; late events still fill in details (${leased ? 'written at the batch commit' : 'written at once'})`, async () => {
+      const paymentId = `pi_forward_${leased}`;
+      const steps: Array<[PaymentState, Partial<PaymentEvent>, boolean]> = [
+        ['captured', {}, true],
+        ['authorized', { userId: 'u_late', courseId: 'c_late' }, false],
+        ['created', {}, false],
+        ['refunded', {}, true],
+        ['captured', {}, false],
+      ];
+      for (const [state, details, expectApplied] of steps) {
+        const change = await store.db.transaction().execute(async (tx) => {
+          const batch = new TransactionBatch(leased ? [{ provider: 'stripe', paymentId }] : []);
+          const change = await advancePayment(tx, 'stripe', paymentEvent(paymentId, state, details), toDbTime(clock.now()), batch);
+          await batch.writeDeferred(tx);
+          return change;
+        });
+        assert.equal(change.applied, expectApplied, `${state} applied?`);
+        const { id: _, ...stored } = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+        assert.deepEqual(stored, change.payment, `after ${state}: the stored payment is the one the change reports`);
+      }
+      const payment = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+      assert.equal(payment.status, 'refunded');
+      assert.equal(payment.user_id, 'u_late');
+      assert.equal(payment.course_id, 'c_late');
+    });
+  }
 });
