@@ -12,6 +12,7 @@ export { installErrorHandling } from './http/errors.js';
 export type { Clock } from './clock.js';
 export * from './errors.js';
 export type { PaymentContext, PaymentHandler, PaymentHandlers, EventApplier } from './domain/handlers.js';
+export type { Payment } from './domain/payments.js';
 export { coursePlatform, receiptKey, fulfilmentKey, cancellationKey, COURSE_EFFECTS, type PaymentEffect } from './domain/course-platform.js';
 export { OutboxDispatcher, type DispatchCounts } from './outbox/dispatcher.js';
 export { OutboxStore, type OutboxEntry, type OutboxMessage } from './outbox/outbox-store.js';
