@@ -47,16 +47,17 @@ export interface ProcessingStats {
   unprocessed: number;
 }
 
-/** Waits until every event recorded so far is processed (or failed), up to `timeoutMs`. */
+/**
+ * Waits until every event recorded so far is processed (or failed) and every effect it wrote to the
+ * outbox is dispatched, up to `timeoutMs`: a step that starts while an earlier step's outbox is still
+ * draining would pay for that work in its own CPU and latency figures.
+ */
 export async function drain(store: InboxStore, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const pending = await store.db
-      .selectFrom('webhook_events')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('status', 'in', ['received', 'processing'])
-      .executeTakeFirstOrThrow();
-    if (Number(pending.n) === 0) return true;
+    const { events } = await store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('events')).where('status', 'in', ['received', 'processing']).executeTakeFirstOrThrow();
+    const { effects } = await store.db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('effects')).where('status', 'in', ['pending', 'sending']).executeTakeFirstOrThrow();
+    if (Number(events) + Number(effects) === 0) return true;
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 250));
   }

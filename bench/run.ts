@@ -72,7 +72,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
     .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)
-    .option('--drain-timeout <s>', 'how long to wait for processing to finish after a step', positive)
+    .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
     .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8')
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
@@ -126,7 +126,7 @@ async function measuredStep(settings: BenchSettings, spec: TargetSpec, database:
   const serviceCpuMsPerAck = result.acks === 0 ? null : Math.round(((target.cpuSeconds() - cpuBefore) * 1e6) / result.acks) / 1000;
   if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
-  if (!drained) console.warn(`  ${spec.name}: processing not finished ${settings.drainTimeoutSec}s after the load ended`);
+  if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
   return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
 }
 
