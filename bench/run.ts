@@ -61,7 +61,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .name('npm run bench --')
     .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
     .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
-    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 5)', positive)
+    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 3)', positive)
     .option('--warmup <s>', 'seconds of unmeasured load before measuring each target, 0 for none (full: 5, quick: 1)', atLeast(0))
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
@@ -85,7 +85,7 @@ export function parseSettings(argv: string[]): BenchSettings {
   return {
     argv,
     quick,
-    durationSec: pick(o.duration, 60, 5),
+    durationSec: pick(o.duration, 60, 3),
     warmupSec: pick(o.warmup, 5, 1),
     pacedDurationSec: pick(o.pacedDuration, 10, 3),
     rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
