@@ -1,7 +1,8 @@
 import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
 import type { InboxDatabase } from '../store/schema.js';
 import { caseWhen } from '../store/sql-case.js';
-import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
+import { perBatch } from '../store/processing-batches.js';
+import type { BusinessTransaction } from '../store/store.js';
 import type { PaymentContext, PaymentHandlers } from './handlers.js';
 import type { Payment } from './payments.js';
 
@@ -53,17 +54,6 @@ interface BatchRows {
   outbox: Array<Row<'outbox'>>;
 }
 
-const rowsOfBatch = new WeakMap<CompletionBatch, BatchRows>();
-
-function batchRows(batch: CompletionBatch): BatchRows {
-  const known = rowsOfBatch.get(batch);
-  if (known) return known;
-  const rows: BatchRows = { orders: [], enrollments: [], outbox: [] };
-  rowsOfBatch.set(batch, rows);
-  batch.atCommit((tx) => writeRows(tx, rows));
-  return rows;
-}
-
 /**
  * Unique keys make each row idempotent (a second delivery or event of a payment adds nothing). An
  * enrollment that exists and was revoked is a course bought again after a refund: the new payment
@@ -89,9 +79,11 @@ async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox 
     .execute();
 }
 
-function addEffects({ batch, payment, now }: PaymentContext, effects: Effect[]): void {
+const batchRows = perBatch<BatchRows>(() => ({ orders: [], enrollments: [], outbox: [] }), writeRows);
+
+function addEffects({ tx, batch, payment, now }: PaymentContext, effects: Effect[]): void {
   const payload = JSON.stringify(paymentEffect(payment));
-  batchRows(batch).outbox.push(
+  batchRows(batch, tx).outbox.push(
     ...effects.map(({ kind, idempotencyKey, dependsOnKey }) => ({
       idempotency_key: idempotencyKey,
       kind,
@@ -118,8 +110,8 @@ function paymentEffect(payment: Payment): PaymentEffect {
 }
 
 async function grantCourse(context: PaymentContext): Promise<void> {
-  const { batch, payment, now } = context;
-  const rows = batchRows(batch);
+  const { tx, batch, payment, now } = context;
+  const rows = batchRows(batch, tx);
   rows.orders.push({
     provider: payment.provider,
     payment_id: payment.payment_id,

@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { paymentKey, wherePayments } from '../store/processing-batches.js';
+import { paymentKey, perBatch, wherePayments } from '../store/processing-batches.js';
 import type { DbTime, PaymentsTable } from '../store/schema.js';
 import { caseWhen } from '../store/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
@@ -49,7 +49,7 @@ interface PaymentUpdate extends PaymentKey {
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch: CompletionBatch): Promise<PaymentChange> {
   const key = { provider, payment_id: event.paymentId };
   const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
-  const shared = batch.payments.some((p) => p.provider === provider && p.paymentId === event.paymentId) ? paymentsOfBatch(tx, batch) : null;
+  const shared = batch.payments.some((p) => p.provider === provider && p.paymentId === event.paymentId) ? paymentsOfBatch(batch, tx) : null;
   let current = shared ? (await shared.read).get(paymentKey(provider, event.paymentId)) : await readPayment(tx, key);
   if (!current) {
     const created: Payment = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
@@ -110,29 +110,26 @@ interface BatchPayments {
   updates: PaymentUpdate[];
 }
 
-const batchPayments = new WeakMap<CompletionBatch, BatchPayments>();
-
 /**
  * Read one by one and written one by one, payments were a third of processing's statements. Each
  * payment has one event in the batch, and only that event writes its row, so a row read ahead is
  * still the row when its event comes to use it, and its write can wait for the commit.
  */
-function paymentsOfBatch(tx: BusinessTransaction, batch: CompletionBatch): BatchPayments {
-  const known = batchPayments.get(batch);
-  if (known) return known;
-  const read = tx
-    .selectFrom('payments')
-    .select(PAYMENT_COLUMNS)
-    .where(wherePayments(batch.payments))
-    .execute()
-    .then((found) => new Map(found.map((row): [string, Payment] => [paymentKey(row.provider, row.payment_id), row])));
-  const shared: BatchPayments = { read, inserts: [], updates: [] };
-  batchPayments.set(batch, shared);
-  batch.atCommit(async (commitTx) => {
+const paymentsOfBatch = perBatch<BatchPayments>(
+  (batch, tx) => ({
+    read: tx
+      .selectFrom('payments')
+      .select(PAYMENT_COLUMNS)
+      .where(wherePayments(batch.payments))
+      .execute()
+      .then((found) => new Map(found.map((row): [string, Payment] => [paymentKey(row.provider, row.payment_id), row]))),
+    inserts: [],
+    updates: [],
+  }),
+  async (tx, { inserts, updates }) => {
     // A row created since the read by a writer outside the lease (an operator's tool): the batch is
     // abandoned, and each of its events, completed alone, reads its payment again.
-    if (shared.inserts.length > 0 && !(await insertPayments(commitTx, shared.inserts))) throw new Error('a payment was created outside its lease during the batch');
-    if (shared.updates.length > 0) await updatePayments(commitTx, shared.updates);
-  });
-  return shared;
-}
+    if (inserts.length > 0 && !(await insertPayments(tx, inserts))) throw new Error('a payment was created outside its lease during the batch');
+    if (updates.length > 0) await updatePayments(tx, updates);
+  },
+);

@@ -187,6 +187,21 @@ export class TransactionBatch implements CompletionBatch {
 }
 
 /**
+ * State that the events of one completion batch build up together and that is written once, at the
+ * batch's commit: made by the first event that asks for it, which also defers its write.
+ */
+export function perBatch<T>(create: (batch: CompletionBatch, tx: BusinessTransaction) => T, write: (tx: BusinessTransaction, state: T) => Promise<void>) {
+  const states = new WeakMap<CompletionBatch, T>();
+  return (batch: CompletionBatch, tx: BusinessTransaction): T => {
+    if (states.has(batch)) return states.get(batch)!;
+    const state = create(batch, tx);
+    states.set(batch, state);
+    batch.atCommit((commitTx) => write(commitTx, state));
+    return state;
+  };
+}
+
+/**
  * Releases the leases' payments and marks their events processed, each only while the lease's own
  * token still holds it (and, for the event, has not expired); any miss throws LeaseLostError, which
  * rolls the transaction back.
