@@ -151,8 +151,8 @@ export async function runLoad(job: LoadJob): Promise<LoadResult> {
   };
 }
 
-// Run as a process: the job comes as JSON in argv, the result goes to stdout as JSON.
+// Run as a child process of the bench (fork): each job comes as a message and its result goes back as
+// one; the process ends when the bench disconnects.
 if (process.argv[1] === import.meta.filename) {
-  const job = JSON.parse(process.argv[2]!) as LoadJob;
-  process.stdout.write(`${JSON.stringify(await runLoad(job))}\n`);
+  process.on('message', (job: LoadJob) => void runLoad(job).then((result) => process.send!(result)));
 }

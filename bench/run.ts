@@ -1,15 +1,13 @@
-import { execFile } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
 import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
-const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
 
 export interface BenchSettings {
@@ -61,9 +59,9 @@ export function parseSettings(argv: string[]): BenchSettings {
     .name('npm run bench --')
     .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
     .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
-    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 3)', positive)
+    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 2)', positive)
     .option('--warmup <s>', 'seconds of unmeasured load before measuring each target, 0 for none (full: 5, quick: 1)', atLeast(0))
-    .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 3)', positive)
+    .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 2)', positive)
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
     .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
     .option('--flood <rate>', 'valid deliveries/s sent while forged ones come at saturation (background target; full and quick: 250); 0 skips it', atLeast(0))
@@ -85,9 +83,9 @@ export function parseSettings(argv: string[]): BenchSettings {
   return {
     argv,
     quick,
-    durationSec: pick(o.duration, 60, 3),
+    durationSec: pick(o.duration, 60, 2),
     warmupSec: pick(o.warmup, 5, 1),
-    pacedDurationSec: pick(o.pacedDuration, 10, 3),
+    pacedDurationSec: pick(o.pacedDuration, 10, 2),
     rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
     sustainedRate: o.sustained === 0 ? null : pick<number | null>(o.sustained, 1000, null),
     floodRate: o.flood === 0 ? null : pick<number | null>(o.flood, 250, 250),
@@ -108,15 +106,38 @@ export function parseSettings(argv: string[]): BenchSettings {
   };
 }
 
+/**
+ * Load generator processes, kept between steps: starting one (node, tsx, its imports) takes about a
+ * second, a dozen times in a quick run. Steps that run at once (the forged flood) get one each.
+ */
+const loadGenerators = {
+  idle: [] as ChildProcess[],
+
+  async run(job: LoadJob): Promise<LoadResult> {
+    const child = this.idle.pop() ?? fork(join(ROOT, 'bench/load-generator.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    let onExit: ((code: number | null) => void) | undefined;
+    const result = await new Promise<LoadResult>((resolve, reject) => {
+      onExit = (code) => reject(new Error(`the load generator exited with ${code} during a step`));
+      child.once('exit', onExit);
+      child.once('message', (message) => resolve(message as LoadResult));
+      child.send(job);
+    }).finally(() => child.off('exit', onExit!));
+    this.idle.push(child);
+    return result;
+  },
+
+  stopAll(): void {
+    for (const child of this.idle.splice(0)) child.disconnect();
+  },
+};
+
 let stepCounter = 0;
 
 /** Runs one load step from a separate process and returns what it measured. */
 async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number, forged = false): Promise<LoadResult> {
   const step = ++stepCounter;
   const events = Math.ceil(seconds * (rate ?? settings.maxRate));
-  const job: LoadJob = { url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } };
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/load-generator.ts'), JSON.stringify(job)], { maxBuffer: 64 * 1024 * 1024 });
-  return JSON.parse(stdout) as LoadResult;
+  return loadGenerators.run({ url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } });
 }
 
 async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, target: RunningTarget, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
@@ -241,6 +262,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
     writeReport(settings.out, results);
     return results;
   } finally {
+    loadGenerators.stopAll();
     rmSync(workDir, { recursive: true, force: true });
   }
 }

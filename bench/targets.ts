@@ -76,7 +76,7 @@ async function waitUntilListening(url: string, child: ChildProcess, logFile: str
 
 /** Compiles the service to dist/ (`npm run build:dist`), so the targets run the current sources. */
 export async function buildService(): Promise<void> {
-  await run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.dist.json')], { cwd: ROOT });
+  await run('npm', ['run', '--silent', 'build:dist'], { cwd: ROOT });
 }
 
 /**
