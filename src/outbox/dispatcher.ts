@@ -85,7 +85,7 @@ export class OutboxDispatcher {
         log.warn({ outcome: delivered.outcome }, 'delivered, but the lease was taken over; the new owner delivers again under the same key');
         return 'lease_lost';
       }
-      if (delivered.status === 'skipped') log.warn({ outcome: delivered.outcome }, 'outbox message not delivered');
+      if (delivered.status === 'skipped') log.info({ outcome: delivered.outcome }, 'outbox message skipped');
       else log.info({ outcome: delivered.outcome }, 'outbox message delivered');
       return delivered.status;
     } catch (error) {

@@ -6,14 +6,14 @@ import { OutboxDispatcher } from './dispatcher.js';
 import { httpFulfilment } from './fulfilment-http.js';
 import type { OutboxStore } from './outbox-store.js';
 import { smtpReceipts } from './receipt-email.js';
-import { skipping, type OutboxTransports } from './transport.js';
+import { NotConfigured, type OutboxTransports } from './transport.js';
 
 /** The course platform's transports, as configured: a missing one skips its rows, visibly. */
 export function courseTransports(config: Config): OutboxTransports {
   const { smtp, fulfilment, concurrency } = config.outbox;
-  const noFulfilment = skipping('FULFILLMENT_URL is not set');
+  const noFulfilment = new NotConfigured('FULFILLMENT_URL is not set');
   return {
-    [COURSE_EFFECTS.receipt]: smtp ? smtpReceipts(smtp, concurrency) : skipping('SMTP_URL is not set'),
+    [COURSE_EFFECTS.receipt]: smtp ? smtpReceipts(smtp, concurrency) : new NotConfigured('SMTP_URL is not set'),
     [COURSE_EFFECTS.fulfilment]: fulfilment ? httpFulfilment(fulfilment, 'fulfil') : noFulfilment,
     [COURSE_EFFECTS.cancellation]: fulfilment ? httpFulfilment(fulfilment, 'cancel') : noFulfilment,
   };
@@ -29,15 +29,22 @@ export function createOutboxDispatcher(
 ): OutboxDispatcher {
   const { processing, outbox } = config;
   const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
+  const transports = { ...courseTransports(config), ...dependencies.transports };
+  const logger = dependencies.logger.child({ component: 'outbox' });
+  // Said once here rather than with every row: at a thousand payments a second a warning per row
+  // would bury everything else in the log.
+  for (const [kind, transport] of Object.entries(transports)) {
+    if (transport instanceof NotConfigured) logger.warn({ kind }, `${kind} rows are marked skipped, not delivered: ${transport.reason} (once it is set, \`webhook-inbox outbox retry --status skipped\` sends them)`);
+  }
   return new OutboxDispatcher({
     store: dependencies.store,
-    transports: { ...courseTransports(config), ...dependencies.transports },
+    transports,
     owner: dependencies.owner,
     leaseMs: processing.leaseMs + transportTimeoutMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
     concurrency: outbox.concurrency,
     pollIntervalMs: processing.sweepIntervalMs,
     clock: dependencies.clock,
-    logger: dependencies.logger.child({ component: 'outbox' }),
+    logger,
   });
 }

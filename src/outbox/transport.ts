@@ -20,7 +20,11 @@ export interface OutboxTransport {
 /** Transports by outbox kind. */
 export type OutboxTransports = Record<string, OutboxTransport>;
 
-/** Stands in for a transport that is not configured: the row is logged and marked skipped, not lost. */
-export function skipping(reason: string): OutboxTransport {
-  return { deliver: async () => ({ status: 'skipped', outcome: `skipped: ${reason}` }) };
+/** Stands in for a transport that is not configured: the row is marked skipped with the reason, not lost. */
+export class NotConfigured implements OutboxTransport {
+  constructor(readonly reason: string) {}
+
+  async deliver(): Promise<Delivered> {
+    return { status: 'skipped', outcome: `skipped: ${this.reason}` };
+  }
 }

@@ -220,7 +220,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = databasesWithoutTransports[backend] as TestDatabase;
-      const logger = pino({ level: 'warn' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(chunk.toString()), done()) }));
+      const logger = pino({ level: 'info' }, new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(chunk.toString()), done()) }));
       server = await Harness.start(db.url, { SWEEP_INTERVAL_MS: '50' }, { logger });
     });
     after(async () => {
@@ -236,8 +236,17 @@ for (const backend of STORE_BACKENDS) {
         { kind: 'fulfilment', outcome: 'skipped: FULFILLMENT_URL is not set' },
         { kind: 'receipt_email', outcome: 'skipped: SMTP_URL is not set' },
       ]);
-      const skipped = logLines.map((line) => JSON.parse(line) as { msg: string; idempotencyKey: string }).filter((line) => line.msg === 'outbox message not delivered');
+      const lines = logLines.map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; idempotencyKey?: string });
+      const skipped = lines.filter((line) => line.msg === 'outbox message skipped');
       assert.deepEqual(skipped.map((line) => line.idempotencyKey).sort(), ['fulfilment:stripe:pi_skip', 'receipt:stripe:pi_skip']);
+      // Each row is an info line; the warning comes once per kind, at start, naming the setting.
+      assert.ok(skipped.every((line) => line.level === pino.levels.values.info));
+      const warnings = lines.filter((line) => line.level === pino.levels.values.warn && line.msg.includes('rows are marked skipped'));
+      assert.deepEqual(warnings.map((line) => [line.kind, /(\w+_URL) is not set/.exec(line.msg)?.[1]]).sort(), [
+        ['fulfilment', 'FULFILLMENT_URL'],
+        ['fulfilment_cancellation', 'FULFILLMENT_URL'],
+        ['receipt_email', 'SMTP_URL'],
+      ]);
     });
 
     test('a kind without a transport, and a row whose holders kept dying, fail for an operator', async () => {
