@@ -3,8 +3,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
 import { retryAt, type RetryPolicy } from '../processing/retry-policy.js';
-import type { OutboxLease, OutboxStore } from './outbox-store.js';
-import type { OutboxTransports } from './transport.js';
+import type { ClaimedMessage, OutboxLease, OutboxStore } from './outbox-store.js';
+import type { Delivered, OutboxTransports } from './transport.js';
 
 export type DispatchResult = 'sent' | 'skipped' | 'retrying' | 'failed' | 'not_claimed' | 'lease_lost' | 'error';
 
@@ -20,11 +20,22 @@ export interface DispatcherOptions {
   retry: RetryPolicy;
   /** Deliveries in flight at once. */
   concurrency: number;
+  /**
+   * Rows claimed per lane at a time. Each claim is two statements whatever its size, so claiming
+   * ahead saves statements, but a claimed row waits behind the deliveries before it in its lane:
+   * `leaseMs` must cover that many of the slowest deliveries.
+   */
+  claimAhead: number;
   /** How often to look for due rows when the last look found fewer than a batch. */
   pollIntervalMs: number;
   clock: Clock;
   logger: Logger;
   batchSize?: number;
+}
+
+/** A claimed row's delivery: `recorded` settles once its verdict is written (or not, when the lease was lost). */
+interface Delivery {
+  recorded: Promise<DispatchResult>;
 }
 
 /**
@@ -42,55 +53,84 @@ export class OutboxDispatcher {
     this.batchSize = options.batchSize ?? 100;
   }
 
-  /** Dispatches the rows due now (one batch), `concurrency` at a time; returns what happened to them. */
+  /**
+   * Dispatches the rows due now (one batch), `concurrency` at a time; returns what happened to them.
+   * Rows are claimed `concurrency x claimAhead` at a time, and a lane goes on to its next row while
+   * the last one's verdict is written, so claims and finishes are few statements for many rows.
+   */
   async runOnce(): Promise<DispatchCounts> {
-    const due = await this.options.store.dueIds(this.batchSize);
+    const { store, owner, leaseMs, concurrency, claimAhead, logger } = this.options;
+    const due = await store.dueIds(this.batchSize);
     const counts: DispatchCounts = { due: due.length, sent: 0, skipped: 0, retrying: 0, failed: 0, not_claimed: 0, lease_lost: 0, error: 0 };
-    let next = 0;
+    const claimed: ClaimedMessage[] = [];
+    const recorded: Array<Promise<void>> = [];
+    let unclaimed = 0;
+    let claiming: Promise<void> | undefined;
+    // One lane claims the next chunk for all; the others wait for it.
+    const claimNext = () =>
+      (claiming ??= (async () => {
+        const ids = due.slice(unclaimed, (unclaimed += concurrency * claimAhead));
+        for (const [index, outcome] of (await Promise.allSettled(ids.map((id) => store.claim(id, owner, leaseMs)))).entries()) {
+          if (outcome.status === 'rejected') {
+            logger.warn({ err: outcome.reason, outboxId: ids[index] }, 'could not claim an outbox row; will look again');
+            counts.error++;
+          } else if (outcome.value) claimed.push(outcome.value);
+          else counts.not_claimed++;
+        }
+      })().finally(() => (claiming = undefined)));
+    const stopping = () => this.stopping?.signal.aborted === true;
     const lane = async () => {
       // A stopping dispatcher finishes the deliveries it started and starts no more.
-      while (next < due.length && !this.stopping?.signal.aborted) {
-        counts[await this.dispatch(due[next++]!)]++;
+      while (!stopping()) {
+        const next = claimed.shift();
+        if (next) {
+          const delivery = await this.deliver(next);
+          recorded.push(delivery.recorded.then((result) => void counts[result]++));
+        } else if (claiming || unclaimed < due.length) await claimNext();
+        else return;
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.options.concurrency, due.length) }, lane));
+    await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane));
+    await Promise.all(recorded);
+    // Rows it claimed but never started go back at once, not after their lease.
+    await store.release(claimed.splice(0).map((message) => message.lease)).catch((error: unknown) => logger.warn({ err: error }, 'could not give back claimed outbox rows; they are taken over when their lease ends'));
     return counts;
   }
 
-  /** Claims and delivers one row; does nothing unless the claim succeeds. */
-  async dispatch(id: number): Promise<DispatchResult> {
-    const { store, transports, owner, leaseMs, logger } = this.options;
-    let claimed;
-    try {
-      claimed = await store.claim(id, owner, leaseMs);
-    } catch (error) {
-      logger.warn({ err: error, outboxId: id }, 'could not claim an outbox row; will look again');
-      return 'error';
-    }
-    if (!claimed) return 'not_claimed';
-    const { lease, message } = claimed;
-    const log = logger.child({ outboxId: id, kind: message.kind, idempotencyKey: message.idempotencyKey, attempt: lease.attempts });
+  /** Performs one claimed row's side effect; its verdict is recorded in the background (see Delivery). */
+  private async deliver({ lease, message }: ClaimedMessage): Promise<Delivery> {
+    const { store, transports, logger } = this.options;
+    const log = logger.child({ outboxId: lease.id, kind: message.kind, idempotencyKey: message.idempotencyKey, attempt: lease.attempts });
 
     if (lease.attempts > this.options.retry.maxAttempts) {
       // Earlier attempts ended without a verdict (the dispatcher died holding the lease): stop here.
-      return this.recordFailure(lease, new PermanentError(`gave up after ${lease.attempts - 1} attempts without completion`), log);
+      return { recorded: this.recordFailure(lease, new PermanentError(`gave up after ${lease.attempts - 1} attempts without completion`), log) };
     }
     const transport = transports[message.kind];
-    if (!transport) return this.recordFailure(lease, new PermanentError(`no transport for outbox kind "${message.kind}"`), log);
+    if (!transport) return { recorded: this.recordFailure(lease, new PermanentError(`no transport for outbox kind "${message.kind}"`), log) };
 
+    let delivered: Delivered;
     try {
-      const delivered = await transport.deliver(message);
-      const recorded = await store.finish(lease, delivered.status, delivered.outcome);
-      if (!recorded) {
-        log.warn({ outcome: delivered.outcome }, 'delivered, but the lease was taken over; the new owner delivers again under the same key');
-        return 'lease_lost';
+      delivered = await transport.deliver(message);
+    } catch (error) {
+      return { recorded: this.recordFailure(lease, error, log) };
+    }
+    const finished = async (): Promise<DispatchResult> => {
+      try {
+        if (!(await store.finish(lease, delivered.status, delivered.outcome))) {
+          log.warn({ outcome: delivered.outcome }, 'delivered, but the lease was taken over; the new owner delivers again under the same key');
+          return 'lease_lost';
+        }
+      } catch (error) {
+        // The lease expires and the row is delivered again, under the same key.
+        log.error({ err: error, outcome: delivered.outcome }, 'delivered, but could not record it');
+        return 'error';
       }
       if (delivered.status === 'skipped') log.info({ outcome: delivered.outcome }, 'outbox message skipped');
       else log.info({ outcome: delivered.outcome }, 'outbox message delivered');
       return delivered.status;
-    } catch (error) {
-      return this.recordFailure(lease, error, log);
-    }
+    };
+    return { recorded: finished() };
   }
 
   private async recordFailure(lease: OutboxLease, error: unknown, log: Logger): Promise<DispatchResult> {
@@ -127,8 +167,9 @@ export class OutboxDispatcher {
   }
 
   /**
-   * Starts no more deliveries and waits up to `timeoutMs` for those in flight; returns false when
-   * some were still running (their rows keep the lease and are delivered again after it expires).
+   * Starts no more deliveries, gives back the rows it claimed and did not start, and waits up to
+   * `timeoutMs` for those in flight; returns false when some were still running (their rows keep
+   * the lease and are delivered again after it expires).
    */
   async stop(timeoutMs: number): Promise<boolean> {
     this.stopping?.abort();

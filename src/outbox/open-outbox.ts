@@ -19,9 +19,13 @@ export function courseTransports(config: Config): OutboxTransports {
   };
 }
 
+/** Rows a lane claims at a time, at most: a lane's chunk is claimed together, so fewer statements per row. */
+const MAX_CLAIM_AHEAD = 4;
+
 /**
  * The dispatcher for this process. Its lease is the processing lease plus the slowest transport's
- * timeout, so a delivery that is still allowed to run is never taken over.
+ * timeout, so a delivery that is still allowed to run is never taken over. A lane claims as many
+ * rows ahead as it could deliver within that lease if each took the full timeout.
  */
 export function createOutboxDispatcher(
   config: Config,
@@ -43,6 +47,7 @@ export function createOutboxDispatcher(
     leaseMs: processing.leaseMs + transportTimeoutMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
     concurrency: outbox.concurrency,
+    claimAhead: transportTimeoutMs === 0 ? MAX_CLAIM_AHEAD : Math.min(MAX_CLAIM_AHEAD, 1 + Math.floor(processing.leaseMs / transportTimeoutMs)),
     pollIntervalMs: processing.sweepIntervalMs,
     clock: dependencies.clock,
     logger,

@@ -206,6 +206,20 @@ export class OutboxStore {
     return result.numUpdatedRows === 1n;
   }
 
+  /**
+   * Gives back rows claimed but never attempted (a stopping dispatcher): due again at once, the claim
+   * not counted as an attempt. Each row only while its lease is still the one given.
+   */
+  async release(leases: OutboxLease[]): Promise<void> {
+    if (leases.length === 0) return;
+    await this.db
+      .updateTable('outbox')
+      .set((eb) => ({ status: 'pending', attempts: eb('attempts', '-', 1), lease_token: null, lease_expires_at: null }))
+      .where(heldBy(leases))
+      .where('status', '=', 'sending')
+      .execute();
+  }
+
   async list(filter: { status?: OutboxStatus; limit: number }): Promise<OutboxEntry[]> {
     let query = this.db.selectFrom('outbox').selectAll().orderBy('id', 'desc').limit(filter.limit);
     if (filter.status) query = query.where('status', '=', filter.status);
