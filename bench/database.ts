@@ -45,6 +45,8 @@ export interface ProcessingStats {
   lagMs: Percentiles;
   /** Events of the window still not processed when the drain wait ended. */
   unprocessed: number;
+  /** From the end of the load until every event and every outbox effect was done; null when the drain wait ran out. */
+  settledAfterMs: number | null;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function drain(store: InboxStore, timeoutMs: number): Promise<boole
 }
 
 /** Processing throughput and lag of the events recorded between `startedAt` and `finishedAt`. */
-export async function processingStats(store: InboxStore, startedAt: number, finishedAt: number): Promise<ProcessingStats> {
+export async function processingStats(store: InboxStore, startedAt: number, finishedAt: number, settledAt: number | null): Promise<ProcessingStats> {
   const from = toDbTime(new Date(startedAt));
   const to = toDbTime(new Date(finishedAt));
   const seconds = (finishedAt - startedAt) / 1000;
@@ -85,6 +87,7 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
     keepUp: rows.length === 0 ? 1 : round(processedPerSec / newPerSec, 3),
     lagMs: percentiles(lags),
     unprocessed: rows.length - lags.length,
+    settledAfterMs: settledAt === null ? null : Math.max(0, settledAt - finishedAt),
   };
 }
 

@@ -55,7 +55,17 @@ export interface TargetSummary {
   processedPerSec: number | null;
   keepUp: number | null;
   lagMs: { p50: number | null; p99: number | null } | null;
-  sustained: { rate: number; acksPerSec: number; ackP99Ms: number | null; processedPerSec: number | null; keepUp: number | null; lagMs: { p50: number | null; p99: number | null } | null } | null;
+  /** Seconds from the end of the load until every event and outbox effect was done (see ProcessingStats). */
+  settledAfterSec: number | null;
+  sustained: {
+    rate: number;
+    acksPerSec: number;
+    ackP99Ms: number | null;
+    processedPerSec: number | null;
+    keepUp: number | null;
+    lagMs: { p50: number | null; p99: number | null } | null;
+    settledAfterSec: number | null;
+  } | null;
   peakRssMb: number;
   paced: Array<{ rate: number; acksPerSec: number; p50: number | null; p99: number | null; p99_9: number | null }>;
   flood: {
@@ -126,6 +136,7 @@ const nullableMedian = (values: Array<number | null | undefined>) => {
 const processingOf = (steps: Step[]) => steps.map((s) => s.processing).filter((p): p is ProcessingStats => p !== null);
 const lagOf = (processing: ProcessingStats[]) =>
   processing.length === 0 ? null : { p50: nullableMedian(processing.map((p) => p.lagMs.p50)), p99: nullableMedian(processing.map((p) => p.lagMs.p99)) };
+const settledOf = (processing: ProcessingStats[]) => nullableMedian(processing.map((p) => (p.settledAfterMs === null ? null : p.settledAfterMs / 1000)));
 
 export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[]): Summary {
   const baselineOf = (repetition: number) => runs.find((r) => r.target === 'baseline' && r.repetition === repetition);
@@ -155,6 +166,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       processedPerSec: nullableMedian(processing.map((p) => p.processedPerSec)),
       keepUp: nullableMedian(processing.map((p) => p.keepUp)),
       lagMs: lagOf(processing),
+      settledAfterSec: settledOf(processing),
       sustained:
         settings.sustainedRate === null || sustainedSteps.length === 0
           ? null
@@ -165,6 +177,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
               processedPerSec: nullableMedian(processingOf(sustainedSteps).map((p) => p.processedPerSec)),
               keepUp: nullableMedian(processingOf(sustainedSteps).map((p) => p.keepUp)),
               lagMs: lagOf(processingOf(sustainedSteps)),
+              settledAfterSec: settledOf(processingOf(sustainedSteps)),
             },
       peakRssMb: Math.max(...own.map((r) => r.peakRssMb)),
       paced: settings.rates.map((rate, index) => {
@@ -264,14 +277,14 @@ function markdown(results: BenchResults): string {
     '',
     '## Saturation (closed loop)',
     '',
-    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | service CPU per ack | processed/s | keep-up | lag p50 / p99 (ms) | peak RSS |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | service CPU per ack | processed/s | keep-up | lag p50 / p99 (ms) | all done after (s) | peak RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...summary.targets.map(
       (t) =>
-        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${t.peakRssMb} MB |`,
+        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
     ),
     '',
-    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks. non-2xx counts every measured step.',
+    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks. non-2xx counts every measured step.',
     '',
     ...sustainedSection(results),
     '## Latency against offered load (open loop, measured from the moment each request was due)',
@@ -314,11 +327,11 @@ function sustainedSection(results: BenchResults): string[] {
   return [
     `## Sustained load (${results.settings.sustainedRate}/s offered for ${results.settings.durationSec} s, open loop)`,
     '',
-    '| target | acks/s | ack p99 (ms) | processed/s | keep-up | lag p50 / p99 (ms) |',
-    '|---|---|---|---|---|---|',
+    '| target | acks/s | ack p99 (ms) | processed/s | keep-up | lag p50 / p99 (ms) | all done after (s) |',
+    '|---|---|---|---|---|---|---|',
     ...rows.map((t) => {
       const s = t.sustained!;
-      return `| ${t.label} | ${s.acksPerSec} | ${cell(s.ackP99Ms)} | ${cell(s.processedPerSec)} | ${cell(s.keepUp)} | ${s.lagMs ? `${cell(s.lagMs.p50)} / ${cell(s.lagMs.p99)}` : '—'} |`;
+      return `| ${t.label} | ${s.acksPerSec} | ${cell(s.ackP99Ms)} | ${cell(s.processedPerSec)} | ${cell(s.keepUp)} | ${s.lagMs ? `${cell(s.lagMs.p50)} / ${cell(s.lagMs.p99)}` : '—'} | ${cell(s.settledAfterSec)} |`;
     }),
     '',
   ];

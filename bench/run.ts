@@ -148,7 +148,7 @@ async function measuredStep(settings: BenchSettings, spec: TargetSpec, database:
   if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
-  return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt) };
+  return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null) };
 }
 
 /** Valid deliveries at `rate` alone, then again while a second process sends forged ones at saturation. */
@@ -163,7 +163,8 @@ async function forgedFlood(settings: BenchSettings, url: string, rate: number): 
 function describeStep(step: Step): string {
   const { load: l, processing: p } = step;
   const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
-  const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms` : '';
+  const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
+  const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
   return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 

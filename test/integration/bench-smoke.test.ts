@@ -48,6 +48,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       const processing = run.saturation.processing!;
       assert.ok(processing.newEvents > 0);
       assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
+      assert.ok(processing.settledAfterMs !== null && processing.settledAfterMs >= 0, `${run.target}: the time until all work was done is measured`);
     }
     assert.ok(results.summary.targets[1]!.ackRatio! > 0, 'quoted as a ratio to the baseline');
     const flood = results.summary.targets[1]!.flood!;
