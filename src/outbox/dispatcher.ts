@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
 import { retryAt, type RetryPolicy } from '../processing/retry-policy.js';
 import type { ClaimedMessage, OutboxLease, OutboxStore } from './outbox-store.js';
-import type { Delivered, OutboxTransports } from './transport.js';
+import { NotConfigured, type Delivered, type OutboxTransports } from './transport.js';
 
 export type DispatchResult = 'sent' | 'skipped' | 'retrying' | 'failed' | 'not_claimed' | 'lease_lost' | 'error';
 
@@ -151,6 +151,13 @@ export class OutboxDispatcher {
   /** Dispatches in the background until stopped: at once while full batches keep coming, else every poll interval. */
   start(): void {
     if (this.loop) return;
+    // Said once here rather than with every row: at a thousand payments a second a warning per row
+    // would bury everything else in the log.
+    for (const [kind, transport] of Object.entries(this.options.transports)) {
+      if (transport instanceof NotConfigured) {
+        this.options.logger.warn({ kind }, `${kind} rows are marked skipped, not delivered: ${transport.reason} (once it is set, \`webhook-inbox outbox retry --status skipped\` sends them)`);
+      }
+    }
     const stopping = new AbortController();
     this.stopping = stopping;
     this.loop = (async () => {

@@ -33,16 +33,9 @@ export function createOutboxDispatcher(
 ): OutboxDispatcher {
   const { processing, outbox } = config;
   const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
-  const transports = { ...courseTransports(config), ...dependencies.transports };
-  const logger = dependencies.logger.child({ component: 'outbox' });
-  // Said once here rather than with every row: at a thousand payments a second a warning per row
-  // would bury everything else in the log.
-  for (const [kind, transport] of Object.entries(transports)) {
-    if (transport instanceof NotConfigured) logger.warn({ kind }, `${kind} rows are marked skipped, not delivered: ${transport.reason} (once it is set, \`webhook-inbox outbox retry --status skipped\` sends them)`);
-  }
   return new OutboxDispatcher({
     store: dependencies.store,
-    transports,
+    transports: { ...courseTransports(config), ...dependencies.transports },
     owner: dependencies.owner,
     leaseMs: processing.leaseMs + transportTimeoutMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },
@@ -50,6 +43,6 @@ export function createOutboxDispatcher(
     claimAhead: transportTimeoutMs === 0 ? MAX_CLAIM_AHEAD : Math.min(MAX_CLAIM_AHEAD, 1 + Math.floor(processing.leaseMs / transportTimeoutMs)),
     pollIntervalMs: processing.sweepIntervalMs,
     clock: dependencies.clock,
-    logger,
+    logger: dependencies.logger.child({ component: 'outbox' }),
   });
 }
