@@ -111,10 +111,18 @@ export function parseSettings(argv: string[]): BenchSettings {
  * second, a dozen times in a quick run. Steps that run at once (the forged flood) get one each.
  */
 const loadGenerators = {
+  all: new Set<ChildProcess>(),
   idle: [] as ChildProcess[],
 
+  start(): ChildProcess {
+    const child = fork(join(ROOT, 'bench/load-generator.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    this.all.add(child);
+    child.once('exit', () => this.all.delete(child));
+    return child;
+  },
+
   async run(job: LoadJob): Promise<LoadResult> {
-    const child = this.idle.pop() ?? fork(join(ROOT, 'bench/load-generator.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const child = this.idle.pop() ?? this.start();
     let onExit: ((code: number | null) => void) | undefined;
     const result = await new Promise<LoadResult>((resolve, reject) => {
       onExit = (code) => reject(new Error(`the load generator exited with ${code} during a step`));
@@ -126,8 +134,10 @@ const loadGenerators = {
     return result;
   },
 
+  /** Also those in the middle of a step, when the bench is interrupted. */
   stopAll(): void {
-    for (const child of this.idle.splice(0)) child.disconnect();
+    this.idle.length = 0;
+    for (const child of this.all) child.kill();
   },
 };
 
@@ -273,6 +283,7 @@ if (process.argv[1] === import.meta.filename) {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       console.error(`\n${signal}: stopping targets and dropping the bench databases`);
+      loadGenerators.stopAll();
       void Promise.allSettled([...running].map((cleanup) => cleanup())).finally(() => process.exit(130));
     });
   }
