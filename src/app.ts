@@ -74,7 +74,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
   const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
   const inbox = new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
-  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports }));
+  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }
 

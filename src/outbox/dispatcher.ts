@@ -28,6 +28,12 @@ export interface DispatcherOptions {
   claimAhead: number;
   /** How often to look for due rows when the last look found fewer than a batch. */
   pollIntervalMs: number;
+  /**
+   * True while this process's event processing is behind (every worker busy): the dispatcher then
+   * dispatches one batch per poll interval instead of batch after batch, so that on a machine short
+   * of CPU the events' own state comes first and their side effects catch up after.
+   */
+  eventsBehind?: () => boolean;
   clock: Clock;
   logger: Logger;
   batchSize?: number;
@@ -168,7 +174,7 @@ export class OutboxDispatcher {
         } catch (error) {
           this.options.logger.warn({ err: error }, 'outbox dispatch failed; will retry');
         }
-        if (due < this.batchSize) await sleep(this.options.pollIntervalMs, undefined, { signal: stopping.signal }).catch(() => undefined);
+        if (due < this.batchSize || this.options.eventsBehind?.()) await sleep(this.options.pollIntervalMs, undefined, { signal: stopping.signal }).catch(() => undefined);
       }
     })();
   }

@@ -29,7 +29,7 @@ const MAX_CLAIM_AHEAD = 4;
  */
 export function createOutboxDispatcher(
   config: Config,
-  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports },
+  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports; eventsBehind?: () => boolean },
 ): OutboxDispatcher {
   const { processing, outbox } = config;
   const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
@@ -42,6 +42,7 @@ export function createOutboxDispatcher(
     concurrency: outbox.concurrency,
     claimAhead: transportTimeoutMs === 0 ? MAX_CLAIM_AHEAD : Math.min(MAX_CLAIM_AHEAD, 1 + Math.floor(processing.leaseMs / transportTimeoutMs)),
     pollIntervalMs: processing.sweepIntervalMs,
+    eventsBehind: dependencies.eventsBehind,
     clock: dependencies.clock,
     logger: dependencies.logger.child({ component: 'outbox' }),
   });

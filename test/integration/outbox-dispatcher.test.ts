@@ -27,7 +27,7 @@ await describeEachStore('outbox dispatcher', (suite) => {
   }
 
   /** A dispatcher of kind `test` whose claim and finish UPDATEs are counted (a claim is the one that sets a lease token). */
-  function dispatcher(transport: OutboxTransport, sizes: { concurrency: number; claimAhead: number }) {
+  function dispatcher(transport: OutboxTransport, sizes: { concurrency: number; claimAhead: number }, pacing: { pollIntervalMs?: number; eventsBehind?: () => boolean } = {}) {
     const statements = { claims: 0, finishes: 0 };
     const counter = watchingQueries((node) => {
       if (node.kind !== 'UpdateQueryNode') return;
@@ -41,7 +41,8 @@ await describeEachStore('outbox dispatcher', (suite) => {
       leaseMs: LEASE_MS,
       retry: { maxAttempts: 5, baseMs: 1000, maxMs: 60_000 },
       ...sizes,
-      pollIntervalMs: 50,
+      pollIntervalMs: pacing.pollIntervalMs ?? 50,
+      eventsBehind: pacing.eventsBehind,
       clock: suite.clock,
       logger: pino({ level: 'silent' }),
     });
@@ -104,5 +105,33 @@ await describeEachStore('outbox dispatcher', (suite) => {
       if (startedIds.has(row.id)) assert.deepEqual([row.status, row.attempts], ['sent', 1], 'a started delivery is finished');
       else assert.deepEqual([row.status, row.attempts, row.lease_token], ['pending', 0, null], 'due again at once, the claim not counted as an attempt');
     }
+    await store.db.deleteFrom('outbox').where('idempotency_key', 'like', 'stop:%').execute();
+  });
+
+  test('while event processing is behind, one batch per poll interval; batch after batch otherwise', async () => {
+    await addRows('behind', 250);
+    const sent = async () => (await store.db.selectFrom('outbox').select('id').where('idempotency_key', 'like', 'behind:%').where('status', '=', 'sent').execute()).length;
+    const until = async (count: number) => {
+      const deadline = Date.now() + 10_000;
+      while ((await sent()) < count) {
+        assert.ok(Date.now() < deadline, `${count} rows sent within 10 s (${await sent()})`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const instant: OutboxTransport = { deliver: async () => ({ status: 'sent', outcome: 'ok' }) };
+
+    let behind = true;
+    const yielding = dispatcher(instant, { concurrency: 4, claimAhead: 4 }, { pollIntervalMs: 60_000, eventsBehind: () => behind }).outbox;
+    yielding.start();
+    await until(100);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(await sent(), 100, 'one batch, then it waits for the poll interval');
+    await yielding.stop(1000);
+
+    behind = false;
+    const eager = dispatcher(instant, { concurrency: 4, claimAhead: 4 }, { pollIntervalMs: 60_000, eventsBehind: () => behind }).outbox;
+    eager.start();
+    await until(250);
+    await eager.stop(1000);
   });
 });
