@@ -229,19 +229,21 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('neither SMTP nor fulfilment configured: every side effect is logged and marked skipped, not dropped', async () => {
+      const lines = () => logLines.map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; idempotencyKey?: string });
+      const skippedLines = () => lines().filter((line) => line.msg === 'outbox message skipped');
       await server.post(capture('evt_skip', 'pi_skip'));
-      await waitFor('both rows skipped', async () => (await server.db.selectFrom('outbox').select('status').where('status', '=', 'skipped').execute()).length === 2);
+      // A row's line is written once its "skipped" update has committed, so the test waits for both.
+      await waitFor('both rows skipped and logged', async () => (await server.db.selectFrom('outbox').select('status').where('status', '=', 'skipped').execute()).length === 2 && skippedLines().length === 2);
       const rows = await server.db.selectFrom('outbox').select(['kind', 'outcome']).orderBy('kind').execute();
       assert.deepEqual(rows, [
         { kind: 'fulfilment', outcome: 'skipped: FULFILLMENT_URL is not set' },
         { kind: 'receipt_email', outcome: 'skipped: SMTP_URL is not set' },
       ]);
-      const lines = logLines.map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; idempotencyKey?: string });
-      const skipped = lines.filter((line) => line.msg === 'outbox message skipped');
+      const skipped = skippedLines();
       assert.deepEqual(skipped.map((line) => line.idempotencyKey).sort(), ['fulfilment:stripe:pi_skip', 'receipt:stripe:pi_skip']);
       // Each row is an info line; the warning comes once per kind, at start, naming the setting.
       assert.ok(skipped.every((line) => line.level === pino.levels.values.info));
-      const warnings = lines.filter((line) => line.level === pino.levels.values.warn && line.msg.includes('rows are marked skipped'));
+      const warnings = lines().filter((line) => line.level === pino.levels.values.warn && line.msg.includes('rows are marked skipped'));
       assert.deepEqual(warnings.map((line) => [line.kind, /(\w+_URL) is not set/.exec(line.msg)?.[1]]).sort(), [
         ['fulfilment', 'FULFILLMENT_URL'],
         ['fulfilment_cancellation', 'FULFILLMENT_URL'],
