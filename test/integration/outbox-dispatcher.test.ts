@@ -93,7 +93,11 @@ await describeEachStore('outbox dispatcher', (suite) => {
     };
     const { outbox } = dispatcher(transport, { concurrency: 2, claimAhead: 4 });
     outbox.start();
-    while (started.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    const deadline = Date.now() + 10_000;
+    while (started.length < 2) {
+      assert.ok(Date.now() < deadline, 'two deliveries started within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     const stopped = outbox.stop(5000);
     release();
     assert.equal(await stopped, true);
