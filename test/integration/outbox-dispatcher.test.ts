@@ -6,6 +6,7 @@ import { OutboxStore, type OutboxMessage } from '../../src/outbox/outbox-store.j
 import type { OutboxTransport } from '../../src/outbox/transport.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { InboxStore } from '../../src/store/store.js';
+import { waitFor } from '../support/harness.js';
 import { watchingQueries } from '../support/query-watch.js';
 import { describeEachStore } from '../support/store-suite.js';
 
@@ -93,11 +94,7 @@ await describeEachStore('outbox dispatcher', (suite) => {
     };
     const { outbox } = dispatcher(transport, { concurrency: 2, claimAhead: 4 });
     outbox.start();
-    const deadline = Date.now() + 10_000;
-    while (started.length < 2) {
-      assert.ok(Date.now() < deadline, 'two deliveries started within 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await waitFor('two deliveries started', () => started.length >= 2);
     const stopped = outbox.stop(5000);
     release();
     assert.equal(await stopped, true);
@@ -115,13 +112,7 @@ await describeEachStore('outbox dispatcher', (suite) => {
   test('while event processing is behind, one batch per poll interval; batch after batch otherwise', async () => {
     await addRows('behind', 250);
     const sent = async () => (await store.db.selectFrom('outbox').select('id').where('idempotency_key', 'like', 'behind:%').where('status', '=', 'sent').execute()).length;
-    const until = async (count: number) => {
-      const deadline = Date.now() + 10_000;
-      while ((await sent()) < count) {
-        assert.ok(Date.now() < deadline, `${count} rows sent within 10 s (${await sent()})`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-    };
+    const until = (count: number) => waitFor(`${count} rows sent`, async () => (await sent()) >= count);
     const instant: OutboxTransport = { deliver: async () => ({ status: 'sent', outcome: 'ok' }) };
 
     let behind = true;
