@@ -59,7 +59,8 @@ const PAYU_FIELDS = Object.fromEntries(new URLSearchParams(payload('payu', 'paym
 
 /** Stripe sends pretty-printed JSON; the bodies keep the size and shape of the samples. */
 function stripeEvent(template: Template, eventId: string, paymentIntent: string, user: string, course: string): SignedDelivery {
-  const object: Record<string, unknown> = { ...template.data.object, metadata: { user_id: user, course_id: course } };
+  // With an address, as Razorpay's and PayU's samples have: every payment of the load has a receipt to send.
+  const object: Record<string, unknown> = { ...template.data.object, receipt_email: `${user}@example.com`, metadata: { user_id: user, course_id: course } };
   if (object.object === 'payment_intent') object.id = paymentIntent;
   else object.payment_intent = paymentIntent;
   return stripeDelivery(JSON.stringify({ ...template, id: eventId, data: { ...template.data, object } }, null, 2));

@@ -56,12 +56,16 @@ interface BatchRows {
 
 /**
  * Unique keys make each row idempotent (a second delivery or event of a payment adds nothing). An
- * enrollment that exists and was revoked is a course bought again after a refund: the new payment
- * re-activates it. Revocations ran before, during the batch's events, so a batch that refunds one
- * payment and grants the same course through another leaves the course granted.
+ * order that exists already was written before its payment's details were all known: it gets the
+ * ones it lacks. An enrollment that exists and was revoked is a course bought again after a refund:
+ * the new payment re-activates it. Revocations ran before, during the batch's events, so a batch that
+ * refunds one payment and grants the same course through another leaves the course granted.
  */
 async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox }: BatchRows): Promise<void> {
-  if (orders.length > 0) await tx.insertInto('orders').orIgnore().values(orders).execute();
+  if (orders.length > 0) {
+    const inserted = await tx.insertInto('orders').orIgnore().values(orders).executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows) < orders.length) await fillOrderDetails(tx, orders);
+  }
   if (outbox.length > 0) await tx.insertInto('outbox').orIgnore().values(outbox).execute();
   if (enrollments.length === 0) return;
   const inserted = await tx.insertInto('enrollments').orIgnore().values(enrollments).executeTakeFirst();
@@ -76,6 +80,22 @@ async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox 
     })
     .where('status', '=', 'revoked')
     .where((eb) => eb.or(enrollments.map((row) => isPair(eb, row))))
+    .execute();
+}
+
+const ORDER_DETAILS = ['user_id', 'course_id', 'amount', 'currency'] as const;
+
+/** Each detail only where the stored order lacks it, as for the payment itself. */
+async function fillOrderDetails(tx: BusinessTransaction, orders: Array<Row<'orders'>>): Promise<void> {
+  const isOrder = (eb: ExpressionBuilder<InboxDatabase, 'orders'>, row: Row<'orders'>) => eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id)]);
+  await tx
+    .updateTable('orders')
+    .set((eb) => {
+      const details = ORDER_DETAILS.map((column) => [column, caseWhen(orders.map((row) => [isOrder(eb, row), eb.fn.coalesce(column, eb.val(row[column] ?? null))]), sql.ref(column))]);
+      return Object.fromEntries(details);
+    })
+    .where((eb) => eb.or(orders.map((row) => isOrder(eb, row))))
+    .where((eb) => eb.or(ORDER_DETAILS.map((column) => eb(column, 'is', null))))
     .execute();
 }
 
@@ -123,12 +143,17 @@ async function grantCourse(context: PaymentContext): Promise<void> {
     created_at: now,
     updated_at: now,
   });
-  if (payment.user_id !== null && payment.course_id !== null) {
-    rows.enrollments.push({ user_id: payment.user_id, course_id: payment.course_id, status: 'active', provider: payment.provider, payment_id: payment.payment_id, created_at: now, updated_at: now });
+  const { user_id: userId, course_id: courseId } = payment;
+  const buyer = userId !== null && courseId !== null;
+  if (buyer) {
+    rows.enrollments.push({ user_id: userId, course_id: courseId, status: 'active', provider: payment.provider, payment_id: payment.payment_id, created_at: now, updated_at: now });
   }
+  // An effect is written once the payment carries what it needs, so that nothing goes out half
+  // addressed and final: this handler runs again when a later event completes the details (Stripe
+  // Checkout, for one, may put the metadata and the address on the session, not the payment intent).
   addEffects(context, [
-    { kind: COURSE_EFFECTS.receipt, idempotencyKey: receiptKey(payment.provider, payment.payment_id) },
-    { kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) },
+    ...(payment.email === null ? [] : [{ kind: COURSE_EFFECTS.receipt, idempotencyKey: receiptKey(payment.provider, payment.payment_id) }]),
+    ...(buyer ? [{ kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) }] : []),
   ]);
 }
 
@@ -140,10 +165,27 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
     .where('provider', '=', payment.provider)
     .where('payment_id', '=', payment.payment_id)
     .execute();
-  // Only what this payment granted: a later purchase of the same course stays active.
+  // Only what this payment granted: a later purchase of the same course stays active. So does an
+  // enrollment that another payment of the same customer for the same course paid for too (a double
+  // charge, one of them refunded): it passes to that payment. The subqueries run inside the UPDATE,
+  // which reads the orders as committed, not as this transaction's snapshot saw them.
   await tx
     .updateTable('enrollments')
-    .set({ status: 'revoked', updated_at: now })
+    .set((eb) => {
+      const otherPaid = eb
+        .selectFrom('orders')
+        .whereRef('orders.user_id', '=', 'enrollments.user_id')
+        .whereRef('orders.course_id', '=', 'enrollments.course_id')
+        .where('orders.status', '=', 'paid')
+        .orderBy('orders.id')
+        .limit(1);
+      return {
+        status: eb.case().when(eb.exists(otherPaid.select('orders.id'))).then('active' as const).else('revoked' as const).end(),
+        provider: eb.fn.coalesce(otherPaid.select('orders.provider'), eb.ref('enrollments.provider')),
+        payment_id: eb.fn.coalesce(otherPaid.select('orders.payment_id'), eb.ref('enrollments.payment_id')),
+        updated_at: now,
+      };
+    })
     .where('provider', '=', payment.provider)
     .where('payment_id', '=', payment.payment_id)
     .where('status', '=', 'active')

@@ -201,7 +201,7 @@ await describeEachStore('group commit', (suite) => {
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
           const { paymentId, userId, courseId } = buyers[i]!;
-          const change = await advancePayment(tx, 'razorpay', { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: null }, now, batch);
+          const change = await advancePayment(tx, 'razorpay', { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com` }, now, batch);
           const event = { id: lease.id, provider: 'razorpay' as const, eventId: `gc_${paymentId}`, eventType: 'payment.captured', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() };
           for (const handler of coursePlatform.captured!) await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
           return 'granted';

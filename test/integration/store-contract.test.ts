@@ -180,7 +180,7 @@ await describeEachStore('store contract', (suite) => {
     for (let round = 0; round < 3; round++) {
       await store.db.transaction().execute(async (tx) => {
         const batch = new TransactionBatch([]);
-        const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR' }), toDbTime(clock.now()), batch);
+        const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR', email: 'b@example.com' }), toDbTime(clock.now()), batch);
         for (const handler of coursePlatform.captured!) {
           await handler({ tx, payment: change.payment, event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() }, now: toDbTime(clock.now()), signal: new AbortController().signal, batch });
         }

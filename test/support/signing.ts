@@ -49,7 +49,9 @@ export function payuDelivery(fields: Record<string, string>): SignedDelivery {
   return { provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body };
 }
 
-/** A Stripe PaymentIntent event for the course platform (metadata user_id / course_id). */
+const RECEIPT_EMAIL = 'buyer@example.com';
+
+/** A Stripe PaymentIntent event for the course platform (metadata user_id / course_id, a receipt address). */
 export function stripePaymentEvent(
   eventId: string,
   type: string,
@@ -59,7 +61,7 @@ export function stripePaymentEvent(
   const metadata = { user_id: options.userId ?? 'user_1', course_id: options.courseId ?? 'course_1' };
   const isCharge = type.startsWith('charge.');
   const object = isCharge
-    ? { id: `ch_${paymentIntent}`, object: 'charge', payment_intent: paymentIntent, amount: options.amount ?? 4900, currency: 'usd', captured: true, refunded: type === 'charge.refunded', metadata }
-    : { id: paymentIntent, object: 'payment_intent', amount: options.amount ?? 4900, currency: 'usd', metadata };
+    ? { id: `ch_${paymentIntent}`, object: 'charge', payment_intent: paymentIntent, amount: options.amount ?? 4900, currency: 'usd', captured: true, refunded: type === 'charge.refunded', receipt_email: RECEIPT_EMAIL, metadata }
+    : { id: paymentIntent, object: 'payment_intent', amount: options.amount ?? 4900, currency: 'usd', receipt_email: RECEIPT_EMAIL, metadata };
   return { id: eventId, object: 'event', type, created: Math.floor(Date.now() / 1000), data: { object: { ...object, ...options.object } } };
 }
