@@ -20,10 +20,20 @@ export function parseTimeReference(text: string, now: Date): Date {
   if (/^\d+\s*[smhdw]$/.test(text.trim())) return new Date(now.getTime() - parseDuration(text));
   const iso = /^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : /[zZ]|[+-]\d{2}:?\d{2}$/.test(text) ? text : `${text}Z`;
   const date = new Date(iso);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(text) || Number.isNaN(date.getTime())) {
+  if (!isCalendarDate(text.slice(0, 10)) || Number.isNaN(date.getTime())) {
     throw new DurationError(`"${text}" is neither a duration (24h, 7d) nor a date (2024-05-01, 2024-05-01T12:00:00Z)`);
   }
   return date;
+}
+
+/**
+ * "2024-05-01" names a day of the calendar. Date parsing alone would take "2024-02-30" as 1 March, and
+ * an operator's filter would quietly cover the wrong day.
+ */
+export function isCalendarDate(text: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(text)) return false;
+  const date = new Date(`${text}T00:00:00Z`);
+  return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === text;
 }
 
 /** Milliseconds -> the largest whole unit that fits ("90d", "30m", "1h"), for messages. */

@@ -156,6 +156,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal((await searchArchive(dir, { day }, providers)).length, 30);
       assert.equal((await service.allCounts()).webhook_events, 2, 'nothing restored');
       await assert.rejects(searchArchive(dir, { day: '01/05/2024' }, providers), /--day must be a date/);
+      await assert.rejects(searchArchive(dir, { day: '2024-13-01' }, providers), /--day must be a date/, 'a month the calendar does not have');
     });
 
     test('restore brings back every column and every payload byte; restoring twice adds nothing', async () => {

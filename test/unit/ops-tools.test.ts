@@ -31,6 +31,9 @@ describe('durations and times given to operator commands', () => {
     assert.equal(parseTimeReference('2024-05-01T06:30:00+05:30', now).toISOString(), '2024-05-01T01:00:00.000Z');
     assert.throws(() => parseTimeReference('yesterday', now), /neither a duration .* nor a date/);
     assert.throws(() => parseTimeReference('2024-13-45', now), /neither a duration/);
+    assert.throws(() => parseTimeReference('2024-02-30', now), /neither a duration/, 'a day the calendar does not have is refused, not read as 1 March');
+    assert.throws(() => parseTimeReference('2023-02-29T10:00:00Z', now), /neither a duration/);
+    assert.equal(parseTimeReference('2024-02-29', now).toISOString(), '2024-02-29T00:00:00.000Z', 'a leap day is a day');
   });
 
   test('schedules: a daily stuck check, no archiving, unless configured', () => {

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { ProviderRegistry } from '../../providers/registry.js';
 import type { InboxDatabase } from '../../store/schema.js';
+import { isCalendarDate } from '../duration.js';
 import { OperationError } from '../errors.js';
 import { readArchiveLines, type ArchivedEvent } from './files.js';
 import { loadManifest } from './manifest.js';
@@ -28,7 +29,7 @@ export interface RestoreReport {
  * an event archived more than once.
  */
 export async function searchArchive(dir: string, query: ArchiveQuery, providers: ProviderRegistry): Promise<ArchiveMatch[]> {
-  if ('day' in query && !/^\d{4}-\d{2}-\d{2}$/.test(query.day)) throw new OperationError(`--day must be a date like 2024-05-01 (got "${query.day}")`, 'bad_argument');
+  if ('day' in query && !isCalendarDate(query.day)) throw new OperationError(`--day must be a date like 2024-05-01 (got "${query.day}")`, 'bad_argument');
   const manifest = await loadManifest(dir, { create: false });
   const parts = 'day' in query ? manifest.parts.filter((p) => p.day === query.day) : manifest.parts;
   const matches = new Map<number, ArchiveMatch>();
