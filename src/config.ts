@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { isIP } from 'node:net';
 import { parseEnv } from 'node:util';
 import addressparser from 'nodemailer/lib/addressparser';
 import { Cron } from 'croner';
@@ -137,11 +138,17 @@ export function readEnvironment(env: Env = process.env, cwd = process.cwd()): En
  * Reads and validates the whole configuration from the environment (by default the process's, over
  * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
  */
+/** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
 export function loadConfig(env: Env = readEnvironment().variables): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
   const stripeSecrets = read.secretList('STRIPE_WEBHOOK_SECRET');
+  if (stripeSecrets?.some((secret) => !secret.startsWith('whsec_'))) {
+    problems.push("STRIPE_WEBHOOK_SECRET must be the endpoint's signing secret, which starts with whsec_ (not an API key)");
+  }
   const razorpaySecrets = read.secretList('RAZORPAY_WEBHOOK_SECRET');
   const toleranceSeconds = read.integer('STRIPE_TOLERANCE_SECONDS', 300, {
     min: 1,
@@ -158,7 +165,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
   }
 
   const config: Config = {
-    host: read.string('HOST', '0.0.0.0'),
+    host: read.host('HOST', '0.0.0.0'),
     port: read.integer('PORT', 3000, { min: 0, max: 65_535 }),
     databaseUrl: read.databaseUrl('DATABASE_URL'),
     dbPoolSize: read.integer('DB_POOL_SIZE', 10, { min: 1, max: 1000 }),
@@ -290,6 +297,17 @@ class EnvReader {
     if ((allowed as readonly string[]).includes(raw)) return raw as T;
     this.problem(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
     return fallback;
+  }
+
+  /** An IP address or a host name as DNS spells it; whether it resolves shows when the server listens. */
+  host(name: string, fallback: string): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
+      this.problem(`${name} must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1 or ::1 (got "${raw}")`);
+      return fallback;
+    }
+    return raw;
   }
 
   /** A secret is reported by name only: its value never reaches a message or a log. */

@@ -32,7 +32,12 @@ program
     const { app, inbox } = await createApp(config, { workers: options.workers });
     // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
-    await app.listen({ host: config.host, port: config.port });
+    try {
+      await app.listen({ host: config.host, port: config.port });
+    } catch (error) {
+      await app.close();
+      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${error instanceof Error ? error.message : String(error)}`);
+    }
   });
 
 program

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -35,6 +37,19 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(await exitOf(child), 2);
       assert.match(child.output(), /PORT must be an integer/);
       assert.match(child.output(), /PROCESSING_MODE must be one of background, inline/);
+    });
+
+    test('serve on a port that is taken says which address it could not listen on, and exits 1', async () => {
+      const taken = createServer().listen(0, '127.0.0.1');
+      await once(taken, 'listening');
+      try {
+        const { port } = taken.address() as AddressInfo;
+        const child = run(['serve'], { DATABASE_URL: db.url, HOST: '127.0.0.1', PORT: String(port) });
+        assert.equal(await exitOf(child), 1);
+        assert.match(child.output(), new RegExp(`cannot listen on HOST 127\\.0\\.0\\.1, PORT ${port}: .*EADDRINUSE`));
+      } finally {
+        taken.close();
+      }
     });
 
     test(`serve receives and processes; SIGTERM exits cleanly; a restart does not process again${backend === 'sqlite' ? ' (default store: no DATABASE_URL)' : ''}`, async () => {

@@ -43,6 +43,10 @@ describe('loadConfig: defaults and valid values', () => {
     }
   });
 
+  test('HOST takes IP addresses and host names', () => {
+    for (const host of ['0.0.0.0', '::', '::1', '127.0.0.1', 'localhost', 'inbox-1.internal.example']) assert.equal(loadConfig({ HOST: host }).host, host);
+  });
+
   test('the Stripe tolerance defaults to 300 s', () => {
     assert.equal(loadConfig({ STRIPE_WEBHOOK_SECRET: 'whsec_a' }).providers.stripe?.toleranceSeconds, 300);
   });
@@ -69,6 +73,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
   for (const { env, variable } of [
     { env: { PORT: 'abc' }, variable: 'PORT' },
     { env: { PORT: '70000' }, variable: 'PORT' },
+    { env: { HOST: 'not_a_host' }, variable: 'HOST' },
+    { env: { HOST: 'http://0.0.0.0' }, variable: 'HOST' },
     { env: { DATABASE_URL: 'postgres://x/y' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'mysql://host:3306' }, variable: 'DATABASE_URL' },
@@ -85,6 +91,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { LOG_LEVEL: 'loud' }, variable: 'LOG_LEVEL' },
     { env: { STRIPE_WEBHOOK_SECRET: ',,' }, variable: 'STRIPE_WEBHOOK_SECRET' },
     { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a whsec_b' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'sk_live_pasted_the_api_key' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_new,old_without_prefix' }, variable: 'STRIPE_WEBHOOK_SECRET' },
     { env: { RAZORPAY_WEBHOOK_SECRET: 'rzp_new, rzp old' }, variable: 'RAZORPAY_WEBHOOK_SECRET' },
     { env: { PAYU_MERCHANT_KEY: 'TstK3y' }, variable: 'PAYU_MERCHANT_SALT' },
     { env: { PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' }, variable: 'PAYU_MERCHANT_KEY' },
