@@ -1,4 +1,6 @@
 import type { Clock } from '../clock.js';
+import { PermanentError } from '../errors.js';
+import { MAX_KEY_LENGTH } from '../providers/delivery.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { toDbTime, type DbTime } from '../store/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/store.js';
@@ -41,6 +43,9 @@ export function paymentApplier(options: { providers: ProviderRegistry; handlers:
     const canonical = options.providers.toCanonical(event.provider, event);
     if (canonical.kind === 'ignored') return `ignored: ${canonical.reason}`;
 
+    const oversized = (['paymentId', 'userId', 'courseId', 'email'] as const).find((field) => (canonical[field]?.length ?? 0) > MAX_KEY_LENGTH);
+    // MySQL's INSERT IGNORE would store the first 255 characters, another payment's or user's key.
+    if (oversized) throw new PermanentError(`the event's ${oversized} is longer than ${MAX_KEY_LENGTH} characters and cannot be stored whole`);
     const now = toDbTime(options.clock.now());
     const change = await advancePayment(tx, event.provider, canonical, now, batch);
     const state = change.payment.status;

@@ -78,6 +78,18 @@ for (const { backend, database } of databases) {
       assert.equal(fulfilment.courseId, 'c_address');
     });
 
+    test('an id longer than a key column holds: the event fails for an operator and nothing is stored under a cut key', async () => {
+      const longUser = `u_${'x'.repeat(300)}`;
+      const delivery = stripeDelivery(stripePaymentEvent('evt_long_user', 'payment_intent.succeeded', 'pi_long_user', { userId: longUser, courseId: 'c_long' }));
+      assert.equal((await harness.post(delivery)).status, 200, 'recorded: the provider need not send it again');
+      const event = await harness.inbox.store.findEvent('stripe', 'evt_long_user');
+      assert.equal(event?.status, 'failed');
+      assert.match(event?.lastError ?? '', /userId is longer than 255 characters/);
+      assert.equal(event?.nextAttemptAt, null, 'no automatic retry: it would fail the same way');
+      assert.equal(await orderOf('pi_long_user'), undefined);
+      assert.deepEqual(await harness.db.selectFrom('enrollments').select('user_id').where('course_id', '=', 'c_long').execute(), []);
+    });
+
     test('one course paid twice, one payment refunded: the enrollment passes to the payment that stands; refunding that one too revokes it', async () => {
       const buyer = { userId: 'u_paid_twice', courseId: 'c_twice' };
       for (const paymentIntent of ['pi_twice_1', 'pi_twice_2']) {
