@@ -167,8 +167,8 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
     .execute();
   // Only what this payment granted: a later purchase of the same course stays active. So does an
   // enrollment that another payment of the same customer for the same course paid for too (a double
-  // charge, one of them refunded): it passes to that payment. The subqueries run inside the UPDATE,
-  // which reads the orders as committed, not as this transaction's snapshot saw them.
+  // charge, one of them refunded): it passes to that payment. The orders are read inside the UPDATE,
+  // as committed then; a capture that commits later re-activates the enrollment itself (writeRows).
   await tx
     .updateTable('enrollments')
     .set((eb) => {
