@@ -16,6 +16,8 @@ export interface StoreBackend {
   connect(url: string, options: { poolSize: number }): Kysely<InboxDatabase>;
   /** Creates the database itself when the server allows it and it is missing. */
   ensureDatabase(url: string): Promise<void>;
+  /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */
+  insertReturning(db: Kysely<InboxDatabase>): Promise<boolean>;
   /** Deadlocks and lock timeouts: the transaction can simply run again. */
   isTransientConflict(error: unknown): boolean;
   /** The database cannot be reached right now: callers answer 503 and retry later. */

@@ -1,4 +1,4 @@
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
@@ -53,6 +53,19 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
 };
 export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
 
+/**
+ * One new event as a row to insert, unless its key was archived. The archive commits the key before
+ * it deletes the row, so an insert racing it meets one or the other: the row (the unique key ignores
+ * the insert) or the key (this condition drops it).
+ */
+export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
+  return db
+    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
+    .where(({ not, exists, selectFrom }) =>
+      not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
+    );
+}
+
 interface KnownRow {
   id: number;
   status: EventStatus;
@@ -65,57 +78,98 @@ function whereKeys(events: VerifiedEvent[]) {
     eb.or([...byProvider].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', group.map((e) => e.eventId))])));
 }
 
-async function rowsByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
-  const rows = await db.selectFrom('webhook_events').select(['id', 'provider', 'event_id', 'status']).where(whereKeys(events)).execute();
-  return new Map(rows.map((row) => [keyOf(row.provider, row.event_id), { id: row.id, status: row.status }]));
-}
-
-/**
- * Events already known: stored, or archived (their key stays behind, with the row id they had). The
- * archive commits the key before it deletes the row, so one read of both finds one or the other.
- */
+/** Events already known, in one statement: stored, or archived (their key stays behind, with the row id they had). */
 async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): Promise<Map<string, KnownRow>> {
-  const known = await rowsByKey(db, events);
-  const unknown = events.filter((e) => !known.has(keyOf(e.provider, e.eventId)));
-  if (unknown.length === 0) return known;
-  const archived = await db.selectFrom('archived_event_keys').select(['event_row_id', 'provider', 'event_id']).where(whereKeys(unknown)).execute();
-  for (const row of archived) known.set(keyOf(row.provider, row.event_id), { id: Number(row.event_row_id), status: 'processed' });
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select(['id', 'provider', 'event_id', 'status'])
+    .where(whereKeys(events))
+    .unionAll(
+      db
+        .selectFrom('archived_event_keys')
+        .select(['event_row_id as id', 'provider', 'event_id', sql.lit<EventStatus>('processed').as('status')])
+        .where(whereKeys(events)),
+    )
+    .execute();
+  const known = new Map<string, KnownRow>();
+  // A stored row comes first; its archived key, if the archive is moving it right now, names the same id.
+  for (const row of rows) if (!known.has(keyOf(row.provider, row.event_id))) known.set(keyOf(row.provider, row.event_id), { id: Number(row.id), status: row.status });
   return known;
 }
 
+/** The batch's own new rows (by key) and the rows its other events already had. */
+interface BatchOutcome {
+  created: Map<string, number>;
+  existing: Map<string, KnownRow>;
+}
+
 /**
- * Records many events in one transaction: read which already exist (or were archived), insert the others in one
- * multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row count says how
- * many rows were new but not which, so the read before the insert decides, and the count only
- * confirms that nobody else inserted one of them in between (otherwise ConcurrentInsertError).
- * Within the batch, the first request for an event records it; the others are its duplicates.
+ * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
+ * rows it inserted. An event it did not insert was stored already (or by a concurrent writer, whose
+ * commit the insert waited for) or archived, and one more read finds its row.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[]): Promise<RecordResult[]> {
+async function insertReturning(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
+  const sources = unique.map((request) => {
+    const row = newEventRow(request);
+    return newEventSource(db, (column) => row[column]);
+  });
+  // Run as a compiled query: kysely's MySQL adapter does not claim RETURNING, which MariaDB has.
+  const { rows } = await db.executeQuery(
+    db
+      .insertInto('webhook_events')
+      .orIgnore()
+      .columns(NEW_EVENT_COLUMNS)
+      .expression(sources.reduce((union, source) => union.unionAll(source)))
+      .returning(['id', 'provider', 'event_id'])
+      .compile(),
+  );
+  const created = new Map(rows.map((row) => [keyOf(row.provider, row.event_id), Number(row.id)]));
+  const others = unique.filter((r) => !created.has(keyOf(r.event.provider, r.event.eventId))).map((r) => r.event);
+  return { created, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
+}
+
+/**
+ * Without RETURNING (MySQL): in one transaction, read which events exist (or were archived), insert
+ * the others in one multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row
+ * count says how many rows were new but not which, so the read before the insert decides, and the
+ * count only confirms that nobody else inserted one of them in between (otherwise
+ * ConcurrentInsertError).
+ */
+async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
+  return db.transaction().execute(async (tx) => {
+    const existing = await knownByKey(tx, unique.map((r) => r.event));
+    const missing = unique.filter((r) => !existing.has(keyOf(r.event.provider, r.event.eventId)));
+    if (missing.length === 0) return { existing, created: new Map() };
+    const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
+    const created = await knownByKey(tx, missing.map((r) => r.event));
+    return { existing, created: new Map([...created].map(([key, row]) => [key, row.id])) };
+  });
+}
+
+/**
+ * Records many events at once, with one commit. `returning`: the database has INSERT ... RETURNING
+ * (MariaDB, SQLite), and a batch is one statement, two with duplicates, instead of a transaction of
+ * five, which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth
+ * session). Within the batch, the first request for an event records it; the others are its
+ * duplicates.
+ */
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], { returning }: { returning: boolean }): Promise<RecordResult[]> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = keyOf(request.event.provider, request.event.eventId);
     if (!firstByKey.has(key)) firstByKey.set(key, request);
   }
-  const unique = [...firstByKey.values()];
-  const { existing, created } = await db.transaction().execute(async (tx) => {
-    const existing = await knownByKey(tx, unique.map((r) => r.event));
-    // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
-    const missing = unique.filter((r) => !existing.has(keyOf(r.event.provider, r.event.eventId))).sort((a, b) => compare(a.event, b.event));
-    if (missing.length === 0) return { existing, created: new Map<string, KnownRow>() };
-    const inserted = await tx
-      .insertInto('webhook_events')
-      .orIgnore()
-      .values(missing.map(newEventRow))
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
-    return { existing, created: await rowsByKey(tx, missing.map((r) => r.event)) };
-  });
+  // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
+  const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
+  const { created, existing } = await (returning ? insertReturning(db, unique) : insertInTransaction(db, unique));
 
   return requests.map((request): RecordResult => {
     const key = keyOf(request.event.provider, request.event.eventId);
-    const own = created.get(key);
-    if (own) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id: own.id, status: own.status };
-    const row = existing.get(key)!;
+    const id = created.get(key);
+    if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
+    const row = existing.get(key);
+    if (!row) throw new Error(`event ${request.event.provider}/${request.event.eventId} was neither inserted nor found`);
     return { outcome: 'duplicate', id: row.id, status: row.status };
   });
 }

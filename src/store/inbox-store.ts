@@ -5,7 +5,7 @@ import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import { compiledStatement } from './compiled-statement.js';
-import { NEW_EVENT_COLUMNS, newEventRow, recordBatch, type NewEventRow, type RecordRequest } from './group-commit.js';
+import { NEW_EVENT_COLUMNS, newEventRow, newEventSource, recordBatch, type NewEventRow, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
@@ -17,7 +17,8 @@ const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
-const MIN_RECORD_BATCH = 4;
+/** Without RETURNING a batch is a transaction of five round trips, worth it from a handful of events on. */
+const MIN_TRANSACTION_BATCH = 4;
 /** Claims or completions per transaction: enough to share a commit widely, few enough that one slow event delays few others. */
 const MAX_PROCESSING_BATCH = 32;
 /**
@@ -36,14 +37,16 @@ interface EventKey extends Record<string, unknown> {
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
   /**
-   * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert in one
-   * transaction, so a commit (and its log flush) is shared by every event of the batch.
+   * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert, so a
+   * commit (and its log flush) is shared by every event of the batch.
    */
   private readonly records: Batcher<RecordRequest, RecordResult>;
   /** The workers' side, batched the same way (see processing-batches.ts). */
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
   private readonly handOffs: Batcher<PaymentRef, number | null>;
+  /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
+  private insertReturns: Promise<boolean> | undefined;
   /** The statements every delivery may run, compiled once (see compiledStatement). */
   private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
   private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
@@ -75,20 +78,8 @@ export class KyselyInboxStore implements InboxStore {
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);
     this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
 
-    // Inserted only when neither the event nor its archived key exists, in one statement. The archive
-    // commits the key before it deletes the row, so a redelivery racing it finds one or the other.
     this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
-      db
-        .insertInto('webhook_events')
-        .orIgnore()
-        .columns(NEW_EVENT_COLUMNS)
-        .expression(
-          db
-            .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
-            .where(({ not, exists, selectFrom }) =>
-              not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
-            ),
-        ),
+      db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
     );
     this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
       db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
@@ -135,19 +126,30 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
-    // Light load: a new event alone is one autocommit statement, a batch transaction five round trips
-    // whatever its size, so a batch pays off from a handful of events on.
-    if (requests.length < MIN_RECORD_BATCH) return Promise.allSettled(requests.map((request) => this.recordOne(request)));
+    // A lone event runs the statement compiled at start, one autocommit round trip.
+    const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
+    if (requests.length === 1) return alone();
     try {
-      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests));
+      const returning = await this.insertReturning();
+      if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
+      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, { returning }));
       return results.map((value) => ({ status: 'fulfilled', value }));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
       // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
       // bad one fails.
       if (this.dialect.isUnavailable(error)) throw this.translate(error);
-      return Promise.allSettled(requests.map((request) => this.recordOne(request)));
+      return alone();
     }
+  }
+
+  /** Asked of the server once; asked again after a failure (it may have been down). */
+  private insertReturning(): Promise<boolean> {
+    this.insertReturns ??= this.dialect.insertReturning(this.ackDb).catch((error: unknown) => {
+      this.insertReturns = undefined;
+      throw error;
+    });
+    return this.insertReturns;
   }
 
   /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */

@@ -6,7 +6,10 @@ import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
+import { ConcurrentInsertError, recordBatch } from '../../src/store/group-commit.js';
+import { hasInsertReturning, mysqlBackend } from '../../src/store/mysql/mysql-backend.js';
 import { openStore } from '../../src/store/open-store.js';
+import { sqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { CompletionBatch, InboxStore, Lease } from '../../src/store/store.js';
 import { STORE_BACKENDS, type TestDatabase } from '../support/database.js';
@@ -78,6 +81,62 @@ await describeEachStore('group commit', (suite) => {
       await other.close();
     }
   });
+
+  test('this MariaDB (10.11) and SQLite record batches with INSERT ... RETURNING', async () => {
+    const backend = suite.backend === 'mysql' ? mysqlBackend : sqliteBackend;
+    assert.equal(await backend.insertReturning(store.db), true);
+  });
+
+  for (const returning of [true, false]) {
+    const path = returning ? 'INSERT ... RETURNING' : 'a transaction (MySQL, no RETURNING)';
+    const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
+
+    test(`recordBatch through ${path}: new, repeated, stored and archived events, each answered exactly`, async () => {
+      const tag = returning ? 'ret' : 'tx';
+      const stored = await store.record(verified(`rb_${tag}_stored`));
+      const now = toDbTime(clock.now());
+      await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: `rb_${tag}_archived`, event_row_id: 555_000 + Number(returning), event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
+      // Statements run, by kind: a plugin also sees the subqueries a statement is built from, so only those that return a result count.
+      const statements: string[] = [];
+      const kinds = new Map<unknown, string>();
+      const counter: KyselyPlugin = {
+        transformQuery: ({ node, queryId }) => (kinds.set(queryId, node.kind), node),
+        transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId)!), result),
+      };
+      const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
+      const results = await recordBatch(store.db.withPlugin(counter), requests(names), { returning });
+      assert.deepEqual(results.map((r) => r.outcome), ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate']);
+      assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
+      assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
+      assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
+      assert.equal(await store.findEvent('razorpay', `rb_${tag}_archived`), null, 'no row for an archived event');
+      for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
+      assert.deepEqual(statements, returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'], 'one insert, and one read for the events it did not insert');
+
+      statements.length = 0;
+      await recordBatch(store.db.withPlugin(counter), requests([`rb_${tag}_c`, `rb_${tag}_d`]), { returning });
+      if (returning) assert.deepEqual(statements, ['InsertQueryNode'], 'a batch of new events is one statement');
+    });
+
+    test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
+      const names = Array.from({ length: 30 }, (_, i) => `rb_race_${returning}_${i}`);
+      const orders = [names, [...names].reverse()];
+      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), { returning })));
+      const answers = outcomes.flatMap((outcome, batch) => {
+        if (outcome.status === 'fulfilled') return outcome.value.map((result, i) => ({ name: orders[batch]![i]!, ...result }));
+        // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
+        assert.ok(!returning && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
+        return [];
+      });
+      if (returning) assert.equal(answers.length, 2 * names.length, 'with RETURNING neither batch gives up');
+      for (const name of names) {
+        const row = await store.findEvent('razorpay', name);
+        const own = answers.filter((a) => a.name === name);
+        assert.equal(own.filter((a) => a.outcome === 'recorded').length, 1, `${name} recorded once`);
+        assert.ok(own.every((a) => a.id === row?.id), `${name}: every answer names its one row`);
+      }
+    });
+  }
 
   test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
     const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
@@ -222,6 +281,11 @@ await describeEachStore('group commit', (suite) => {
       { user_id: 'u_rows_3', status: 'active', payment_id: 'pay_rows_3' },
     ]);
   });
+});
+
+test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL', () => {
+  const versions = { '10.11.19-MariaDB-0+deb12u1': true, '10.5.0-MariaDB': true, '11.4.2-MariaDB-log': true, '10.4.32-MariaDB': false, '8.0.36': false, '8.4.0-commercial': false, '5.7.44-log': false };
+  for (const [version, expected] of Object.entries(versions)) assert.equal(hasInsertReturning(version), expected, version);
 });
 
 for (const backend of STORE_BACKENDS) {

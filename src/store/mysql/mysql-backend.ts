@@ -42,6 +42,12 @@ function databaseName(url: string): string {
   return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
 }
 
+/** `SELECT VERSION()` of a server with INSERT ... RETURNING: MariaDB from 10.5 on; no MySQL release has it. */
+export function hasInsertReturning(version: string): boolean {
+  const mariadb = /^(\d+)\.(\d+)\.\d+-.*mariadb/i.exec(version);
+  return mariadb !== null && Number(mariadb[1]) * 100 + Number(mariadb[2]) >= 1005;
+}
+
 export const mysqlBackend: StoreBackend = {
   name: 'mysql',
   columnTypes: COLUMN_TYPES,
@@ -88,6 +94,11 @@ export const mysqlBackend: StoreBackend = {
     } finally {
       await connection.end();
     }
+  },
+
+  async insertReturning(db) {
+    const { rows } = await sql<{ version: string }>`select version() as version`.execute(db);
+    return hasInsertReturning(rows[0]?.version ?? '');
   },
 
   isTransientConflict(error) {

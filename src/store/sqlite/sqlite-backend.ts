@@ -187,6 +187,11 @@ export const sqliteBackend: StoreBackend = {
   // The file and its directory are created when the first connection opens.
   async ensureDatabase() {},
 
+  // better-sqlite3 12 bundles SQLite 3.4x; RETURNING came with 3.35.
+  async insertReturning() {
+    return true;
+  },
+
   isTransientConflict(error) {
     return CONFLICT_CODES.test(errorCode(error));
   },
