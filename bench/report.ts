@@ -274,6 +274,7 @@ function markdown(results: BenchResults): string {
     `${results.startedAt} — \`${results.command}\` — ${settings.repeat} repetition(s), medians; saturation runs ${settings.durationSec} s with ${settings.connections} connections; fixed-rate steps ${settings.pacedDurationSec} s.`,
     '',
     `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores. Load average ${machine.loadAverage}.`,
+    ...(settings.dbLatencyMs > 0 ? ['', `The targets reached MariaDB through a proxy that delayed every packet ${settings.dbLatencyMs} ms each way (a round trip ${2 * settings.dbLatencyMs} ms longer): a database across a network.`] : []),
     '',
     '## Saturation (closed loop)',
     '',

@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
+import { startLatencyProxy } from './latency-proxy.js';
 import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
 import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
@@ -31,6 +32,8 @@ export interface BenchSettings {
   maxRate: number;
   drainTimeoutSec: number;
   mysqlUrl: string;
+  /** One-way delay between the targets and MariaDB, through a proxy (a database across a network); 0 for none. */
+  dbLatencyMs: number;
   /** Extra environment for the webhook-inbox targets (e.g. WORKER_CONCURRENCY=8), for experiments. */
   serviceEnv: Record<string, string>;
   out: string;
@@ -72,6 +75,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
+    .option('--db-latency <ms>', 'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)', atLeast(0), 0)
     .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8')
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
     .option('--profile <dir>', 'write --cpu-prof profiles of each target process (summarise with bench/profile-summary.ts)')
@@ -96,6 +100,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     maxRate: o.maxRate as number,
     drainTimeoutSec: pick(o.drainTimeout, 120, 20),
     mysqlUrl: o.mysqlUrl as string,
+    dbLatencyMs: o.dbLatency as number,
     serviceEnv: Object.fromEntries(((o.serviceEnv as string[] | undefined) ?? []).map((pair) => {
       const [key, ...value] = pair.split('=');
       if (!key || value.length === 0) throw new InvalidArgumentError(`--service-env takes KEY=VALUE (got "${pair}")`);
@@ -191,12 +196,15 @@ async function holding<T>(cleanup: () => Promise<void>, body: () => Promise<T>):
   }
 }
 
-async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string): Promise<TargetRun> {
+/** How a target reaches its database: through the latency proxy, when there is one (MariaDB only). */
+type Route = (databaseUrl: string) => string;
+
+async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<TargetRun> {
   const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
   return holding(database.drop, async () => {
     // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
     const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
-    const target = await startTarget(spec, database.url, workDir, { nodeArgs: profile, env: settings.serviceEnv });
+    const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, workDir, { nodeArgs: profile, env: settings.serviceEnv });
     return holding(target.stop, async () => {
       if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
       const paced: Step[] = [];
@@ -219,7 +227,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
 }
 
 /** The same saturation load against a table that already holds `rows` events, for each size in turn. */
-async function runGrowth(settings: BenchSettings, workDir: string): Promise<GrowthRun[]> {
+async function runGrowth(settings: BenchSettings, workDir: string, route: Route): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
   const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
   await holding(database.drop, async () => {
@@ -232,7 +240,7 @@ async function runGrowth(settings: BenchSettings, workDir: string): Promise<Grow
       for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
         const spec = TARGETS[name]!;
         await settleBacklog(database);
-        const target = await startTarget(spec, database.url, workDir, { env: settings.serviceEnv });
+        const target = await startTarget(spec, route(database.url), workDir, { env: settings.serviceEnv });
         await holding(target.stop, async () => {
           // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
           if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
@@ -253,13 +261,15 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
   const startedAt = new Date().toISOString();
   const loadAtStart = loadAverage();
   const runs: TargetRun[] = [];
+  const proxy = settings.dbLatencyMs > 0 ? await startLatencyProxy(settings.mysqlUrl, settings.dbLatencyMs) : null;
+  const route: Route = proxy ? (url) => proxy.route(url) : (url) => url;
   try {
     for (let repetition = 1; repetition <= settings.repeat; repetition++) {
       console.log(`repetition ${repetition} of ${settings.repeat}`);
       // Interleaved, so slow minutes on the shared machine spread over every target alike.
-      for (const name of settings.targets) runs.push(await runTarget(settings, TARGETS[name]!, repetition, workDir));
+      for (const name of settings.targets) runs.push(await runTarget(settings, TARGETS[name]!, repetition, workDir, route));
     }
-    const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir) : [];
+    const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir, route) : [];
     const results: BenchResults = {
       startedAt,
       finishedAt: new Date().toISOString(),
@@ -274,6 +284,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
     return results;
   } finally {
     loadGenerators.stopAll();
+    await proxy?.stop();
     rmSync(workDir, { recursive: true, force: true });
   }
 }

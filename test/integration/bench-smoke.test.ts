@@ -31,6 +31,8 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       '--rates', '50',
       '--flood', '50',
       '--connections', '4',
+      // Through the latency proxy, so the remote-database setting runs end to end as well.
+      '--db-latency', '1',
       '--max-rate', '500',
       '--out', out,
       '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
@@ -62,5 +64,6 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
   });
 });
