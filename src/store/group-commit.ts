@@ -2,6 +2,7 @@ import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
+import { compiledRowsStatement } from './compiled-statement.js';
 import type { RecordResult } from './store.js';
 
 export interface RecordRequest {
@@ -103,26 +104,25 @@ interface BatchOutcome {
   existing: Map<string, KnownRow>;
 }
 
+/** The batch insert of `insertReturning`, compiled once: a SELECT per event joined by UNION ALL. */
+export function newEventsInsert(db: Kysely<InboxDatabase>) {
+  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, { id: number; provider: string; event_id: string }, InboxDatabase>(
+    db,
+    newEventSource,
+    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id']),
+    ' union all ',
+  );
+}
+
+export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
+
 /**
  * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
  * rows it inserted. An event it did not insert was stored already (or by a concurrent writer, whose
  * commit the insert waited for) or archived, and one more read finds its row.
  */
-async function insertReturning(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
-  const sources = unique.map((request) => {
-    const row = newEventRow(request);
-    return newEventSource(db, (column) => row[column]);
-  });
-  // Run as a compiled query: kysely's MySQL adapter does not claim RETURNING, which MariaDB has.
-  const { rows } = await db.executeQuery(
-    db
-      .insertInto('webhook_events')
-      .orIgnore()
-      .columns(NEW_EVENT_COLUMNS)
-      .expression(sources.reduce((union, source) => union.unionAll(source)))
-      .returning(['id', 'provider', 'event_id'])
-      .compile(),
-  );
+async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
+  const { rows } = await insert(unique.map(newEventRow));
   const created = new Map(rows.map((row) => [keyOf(row.provider, row.event_id), Number(row.id)]));
   const others = unique.filter((r) => !created.has(keyOf(r.event.provider, r.event.eventId))).map((r) => r.event);
   return { created, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
@@ -148,13 +148,12 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
 }
 
 /**
- * Records many events at once, with one commit. `returning`: the database has INSERT ... RETURNING
- * (MariaDB, SQLite), and a batch is one statement, two with duplicates, instead of a transaction of
- * five, which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth
- * session). Within the batch, the first request for an event records it; the others are its
- * duplicates.
+ * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
+ * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
+ * which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth session).
+ * Within the batch, the first request for an event records it; the others are its duplicates.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], { returning }: { returning: boolean }): Promise<RecordResult[]> {
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<RecordResult[]> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = keyOf(request.event.provider, request.event.eventId);
@@ -162,7 +161,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
-  const { created, existing } = await (returning ? insertReturning(db, unique) : insertInTransaction(db, unique));
+  const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
   return requests.map((request): RecordResult => {
     const key = keyOf(request.event.provider, request.event.eventId);

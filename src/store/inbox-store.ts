@@ -5,7 +5,7 @@ import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import { compiledStatement } from './compiled-statement.js';
-import { NEW_EVENT_COLUMNS, newEventRow, newEventSource, recordBatch, type NewEventRow, type RecordRequest } from './group-commit.js';
+import { NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
@@ -49,6 +49,7 @@ export class KyselyInboxStore implements InboxStore {
   private insertReturns: Promise<boolean> | undefined;
   /** The statements every delivery may run, compiled once (see compiledStatement). */
   private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
+  private readonly insertNewEvents: NewEventsInsert;
   private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
   private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
 
@@ -81,6 +82,7 @@ export class KyselyInboxStore implements InboxStore {
     this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
       db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
     );
+    this.insertNewEvents = newEventsInsert(ackDb);
     this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
       db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
     );
@@ -132,7 +134,7 @@ export class KyselyInboxStore implements InboxStore {
     try {
       const returning = await this.insertReturning();
       if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
-      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, { returning }));
+      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
       return results.map((value) => ({ status: 'fulfilled', value }));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the

@@ -6,7 +6,7 @@ import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
-import { ConcurrentInsertError, recordBatch } from '../../src/store/group-commit.js';
+import { ConcurrentInsertError, newEventsInsert, recordBatch } from '../../src/store/group-commit.js';
 import { hasInsertReturning, mysqlBackend } from '../../src/store/mysql/mysql-backend.js';
 import { openStore } from '../../src/store/open-store.js';
 import { sqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
@@ -104,7 +104,9 @@ await describeEachStore('group commit', (suite) => {
         transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId)!), result),
       };
       const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
-      const results = await recordBatch(store.db.withPlugin(counter), requests(names), { returning });
+      const watched = store.db.withPlugin(counter);
+      const insert = returning ? newEventsInsert(watched) : null;
+      const results = await recordBatch(watched, requests(names), insert);
       assert.deepEqual(results.map((r) => r.outcome), ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate']);
       assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
       assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
@@ -114,14 +116,15 @@ await describeEachStore('group commit', (suite) => {
       assert.deepEqual(statements, returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'], 'one insert, and one read for the events it did not insert');
 
       statements.length = 0;
-      await recordBatch(store.db.withPlugin(counter), requests([`rb_${tag}_c`, `rb_${tag}_d`]), { returning });
+      await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
       if (returning) assert.deepEqual(statements, ['InsertQueryNode'], 'a batch of new events is one statement');
     });
 
     test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
       const names = Array.from({ length: 30 }, (_, i) => `rb_race_${returning}_${i}`);
       const orders = [names, [...names].reverse()];
-      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), { returning })));
+      const insert = returning ? newEventsInsert(store.db) : null;
+      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
       const answers = outcomes.flatMap((outcome, batch) => {
         if (outcome.status === 'fulfilled') return outcome.value.map((result, i) => ({ name: orders[batch]![i]!, ...result }));
         // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.

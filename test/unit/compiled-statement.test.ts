@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { Kysely, sql, SqliteDialect } from 'kysely';
-import { compiledStatement } from '../../src/store/compiled-statement.js';
+import { compiledRowsStatement, compiledStatement } from '../../src/store/compiled-statement.js';
 
 interface Tables {
   items: { id: number; name: string; size: number; note: string | null };
@@ -56,6 +56,29 @@ test('a placeholder inlined into the SQL text, or not used as a parameter, is re
         value('name');
         return db.selectFrom('items').select('id');
       }),
+    /placeholder name is not a parameter/,
+  );
+});
+
+test('a statement around a row part: compiled for one row, run for any number, each row with its own values', async () => {
+  const insertRows = compiledRowsStatement<{ name: string; size: number }, ReturnType<typeof rowPart>, { name: string }, Tables>(
+    db,
+    (db, value) => rowPart(db, value),
+    (db, part) => db.insertInto('items').orIgnore().columns(['name', 'size', 'note']).expression(part).returning('name'),
+    ' union all ',
+  );
+  function rowPart(db: Kysely<Tables>, value: (name: 'name' | 'size') => never) {
+    return db.selectNoFrom([sql.val(value('name')).as('name'), sql.val(value('size')).as('size'), sql.val('rows').as('note')]).where(({ not, exists, selectFrom }) => not(exists(selectFrom('items').select('id').where('name', '=', value('name')))));
+  }
+  const inserted = await insertRows([{ name: 'r1', size: 1 }, { name: 'a', size: 5 }, { name: 'r2', size: 2 }, { name: 'r3', size: 3 }]);
+  assert.deepEqual(inserted.rows.map((r) => r.name).sort(), ['r1', 'r2', 'r3'], 'the row that existed is skipped, the others returned');
+  const stored = await db.selectFrom('items').select(['name', 'size', 'note']).where('name', 'like', 'r%').orderBy('name').execute();
+  assert.deepEqual(stored, [1, 2, 3].map((n) => ({ name: `r${n}`, size: n, note: 'rows' })));
+  assert.deepEqual((await insertRows([{ name: 'r4', size: 4 }])).rows, [{ name: 'r4' }]);
+  assert.throws(() => insertRows([]), /at least one row/);
+  // A statement that leaves the row part out is refused when compiled.
+  assert.throws(
+    () => compiledRowsStatement<{ name: string }, ReturnType<typeof rowPart>, unknown, Tables>(db, (db, value) => rowPart(db, value as never), (db) => db.selectFrom('items').select('id'), ' union all '),
     /placeholder name is not a parameter/,
   );
 });
