@@ -43,8 +43,7 @@ export function compiledStatement<Values extends Record<string, unknown>, Row, D
  * A statement with a part repeated once per row, such as `INSERT ... SELECT <row> UNION ALL SELECT
  * <row> ...`: compiled once for one row (`statement(db, rowPart(db, value))`), then written out for
  * any number of rows by repeating the row's SQL and parameters. Built by kysely per call, a batch of
- * 200 rows was 200 query trees to build, freeze and compile, and their garbage raised the service's
- * peak memory by about 30 MB.
+ * 200 rows was 200 query trees to build, freeze and compile, and their garbage.
  */
 export function compiledRowsStatement<Values extends Record<string, unknown>, Part extends Compilable<unknown>, Row, DB>(
   db: Kysely<DB>,
