@@ -1,7 +1,6 @@
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import net from 'node:net';
+import { TcpProxy } from '../test/support/tcp-proxy.js';
 
 /**
  * A database across a network, on one machine: a TCP forwarder in front of MariaDB that holds every
@@ -15,8 +14,6 @@ import net from 'node:net';
 export interface LatencyProxy {
   /** `databaseUrl` with its host and port replaced by the proxy's. */
   route(databaseUrl: string): string;
-  /** CPU time (user + system) the proxy process has used so far, in seconds. */
-  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -31,10 +28,6 @@ export async function startLatencyProxy(databaseServerUrl: string, delayMs: numb
       routed.port = String(port);
       return routed.toString();
     },
-    cpuSeconds() {
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) / 100;
-    },
     async stop() {
       if (child.exitCode !== null) return;
       child.kill();
@@ -43,27 +36,10 @@ export async function startLatencyProxy(databaseServerUrl: string, delayMs: numb
   };
 }
 
-function forward(from: net.Socket, to: net.Socket, delayMs: number): void {
-  // Timers of one duration fire in the order they were set, so the byte stream keeps its order.
-  from.on('data', (chunk) => setTimeout(() => to.destroyed || to.write(chunk), delayMs));
-}
-
 if (process.argv[1] === import.meta.filename) {
   const [host, port, delay] = process.argv.slice(2) as [string, string, string];
-  const listener = net.createServer((client) => {
-    const upstream = net.connect(Number(port), host);
-    const close = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) {
-      socket.setNoDelay(true);
-      socket.on('close', close);
-      socket.on('error', close);
-    }
-    forward(client, upstream, Number(delay));
-    forward(upstream, client, Number(delay));
-  });
-  listener.listen(0, '127.0.0.1', () => process.send!({ port: (listener.address() as net.AddressInfo).port }));
+  const proxy = new TcpProxy({ host, port: Number(port) }, Number(delay));
+  await proxy.open();
+  process.send!({ port: proxy.port });
   process.on('disconnect', () => process.exit(0));
 }
