@@ -1,33 +1,88 @@
-import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+
+const CENSOR = '[redacted]';
 
 /** Headers that authenticate a delivery or a caller: whatever logs a request must not show them. */
 const SECRET_HEADERS = ['authorization', 'cookie', 'stripe-signature', 'x-razorpay-signature'];
 
 /**
- * Redacted wherever they appear in a log object (DESIGN.md invariant 6). Payloads carry customer
- * details and PayU's hash; a driver error's `sql` carries the values of the failed statement.
+ * Fields never logged, wherever they appear in a log object (DESIGN.md invariant 6). Payloads carry
+ * customer details and PayU's hash; a driver error's `sql` carries the values of the failed statement.
  */
-export const REDACTED_PATHS = [
-  ...SECRET_HEADERS.flatMap((name) => [`req.headers["${name}"]`, `headers["${name}"]`, `*.headers["${name}"]`]),
-  'payload',
-  '*.payload',
-  'parsedPayload',
-  '*.parsedPayload',
-  'body',
-  '*.body',
-  'err.sql',
-  'err.cause.sql',
-];
+const SECRET_FIELDS = ['payload', 'parsedPayload', 'body', 'sql'];
+
+type Fields = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Fields => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A shallow copy that keeps the prototype, so a serialized error still prints as one. */
+const copyOf = (value: Fields): Fields => Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Fields, value);
+
+function withoutSecretHeaders(headers: Fields): Fields {
+  if (!SECRET_HEADERS.some((name) => Object.hasOwn(headers, name))) return headers;
+  const censored = copyOf(headers);
+  for (const name of SECRET_HEADERS) if (Object.hasOwn(censored, name)) censored[name] = CENSOR;
+  return censored;
+}
+
+/** `value` itself when it holds no secret field or header, otherwise a copy with them censored. */
+function withoutSecrets(value: Fields): Fields {
+  let copy: Fields | undefined;
+  for (const name of SECRET_FIELDS) if (Object.hasOwn(value, name)) (copy ??= copyOf(value))[name] = CENSOR;
+  if (isObject(value.headers)) {
+    const headers = withoutSecretHeaders(value.headers);
+    if (headers !== value.headers) (copy ??= copyOf(value)).headers = headers;
+  }
+  return copy ?? value;
+}
+
+/**
+ * Secrets one level down in a log object (`{ event: { headers } }`), copying only what changes, never
+ * the caller's object. The top level is censored by serializers, which pino also runs on child
+ * bindings, and `err` by its serializer once pino has copied the error's own fields.
+ *
+ * pino's own `redact` with wildcard paths did this at 15-23 µs and about 10 KB of garbage per line:
+ * it runs on every field of every line and parses its paths on each call. This costs next to
+ * nothing on a line without secrets.
+ */
+function censorNested(object: Fields): Fields {
+  let result = object;
+  for (const key in object) {
+    const value = object[key];
+    if (key === 'err' || !isObject(value)) continue;
+    const censored = withoutSecrets(value);
+    if (censored === value) continue;
+    if (result === object) result = copyOf(object);
+    result[key] = censored;
+  }
+  return result;
+}
+
+const censored = () => CENSOR;
 
 /**
  * JSON lines for machines; readable lines (pino-pretty, in a worker thread) when a person watches the
  * terminal. A `destination` (tests, embedding services) always gets JSON.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
-  const options: LoggerOptions = { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
-  if (destination) return pino(options, destination);
-  if (process.stdout.isTTY) {
-    return pino({ ...options, transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } });
+  const options: LoggerOptions = {
+    level,
+    formatters: { log: censorNested },
+    serializers: {
+      ...Object.fromEntries(SECRET_FIELDS.map((name) => [name, censored])),
+      headers: (headers: unknown) => (isObject(headers) ? withoutSecretHeaders(headers) : headers),
+      err: (error: Error) => withoutSecrets(stdSerializers.err(error) as unknown as Fields),
+    },
+  };
+  const pretty = { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } };
+  const logger = destination ? pino(options, destination) : pino(process.stdout.isTTY ? { ...options, ...pretty } : options);
+  // Children inherit this (pino makes each one from its parent), so bindings at any depth pass through
+  // here; pino gives children no formatter of their own to do it.
+  const child = logger.child;
+  function censoredChild(this: Logger, bindings: Bindings, childOptions?: ChildLoggerOptions): Logger {
+    return Reflect.apply(child, this, [censorNested(bindings), childOptions]) as Logger;
   }
-  return pino(options);
+  // pino's child type is generic over custom levels, which this logger has none of.
+  logger.child = censoredChild as unknown as Logger['child'];
+  return logger;
 }

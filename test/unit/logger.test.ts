@@ -4,8 +4,14 @@ import { createLogger } from '../../src/observability/logger.js';
 
 function capture(level = 'info') {
   const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger(level, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-  return { logger, lines };
+  const raw: string[] = [];
+  const logger = createLogger(level, {
+    write: (line: string) => {
+      raw.push(line);
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    },
+  });
+  return { logger, lines, raw };
 }
 
 describe('createLogger redacts what must never be logged', () => {
@@ -31,5 +37,25 @@ describe('createLogger redacts what must never be logged', () => {
     const text = JSON.stringify(lines);
     assert.ok(!text.includes('SECRETPAYLOAD'), text);
     assert.match(text, /Data too long/, 'the error itself is still logged');
+  });
+
+  test('child bindings, and objects left as the caller gave them', () => {
+    const { logger, lines, raw } = capture();
+    const event = { id: 7, payload: 'SECRETPAYLOAD', headers: { 'x-razorpay-signature': 'SECRETSIG', 'x-razorpay-event-id': 'evt_1' } };
+    logger.child({ event, body: 'SECRETPAYLOAD' }).child({ attempt: 2 }).info({ event }, 'bound');
+    assert.ok(!raw[0]!.includes('SECRET'), raw[0]);
+    assert.equal(lines[0]!.attempt, 2, 'bindings of every generation stay');
+    assert.equal((lines[0]!.event as { headers: Record<string, string> }).headers['x-razorpay-event-id'], 'evt_1', 'other headers stay');
+    assert.equal(event.payload, 'SECRETPAYLOAD');
+    assert.equal(event.headers['x-razorpay-signature'], 'SECRETSIG');
+  });
+
+  test('a line without secrets is logged as given', () => {
+    const { logger, lines } = capture();
+    logger.info({ provider: 'stripe', eventId: 'evt_1', statusCode: 200, ackMs: 1.5, counts: { received: 2 }, at: new Date(0) }, 'delivery acknowledged');
+    assert.deepEqual(
+      { ...lines[0], time: undefined, pid: undefined, hostname: undefined },
+      { level: 30, time: undefined, pid: undefined, hostname: undefined, provider: 'stripe', eventId: 'evt_1', statusCode: 200, ackMs: 1.5, counts: { received: 2 }, at: '1970-01-01T00:00:00.000Z', msg: 'delivery acknowledged' },
+    );
   });
 });
