@@ -41,9 +41,9 @@ function withoutSecrets(value: Fields): Fields {
  * the caller's object. The top level is censored by serializers, which pino also runs on child
  * bindings, and `err` by its serializer once pino has copied the error's own fields.
  *
- * pino's own `redact` with wildcard paths did this at 15-23 µs and about 10 KB of garbage per line:
- * it runs on every field of every line and parses its paths on each call. This costs next to
- * nothing on a line without secrets.
+ * pino's own `redact` with wildcard paths runs on every field of every line and parses its paths on
+ * each call: a child logger and one line cost 18-24 µs and about 10 KB of garbage with it, 1.4-1.6 µs
+ * with this, which costs next to nothing on a line without secrets.
  */
 function censorNested(object: Fields): Fields {
   let result = object;
@@ -71,7 +71,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     serializers: {
       ...Object.fromEntries(SECRET_FIELDS.map((name) => [name, censored])),
       headers: (headers: unknown) => (isObject(headers) ? withoutSecretHeaders(headers) : headers),
-      err: (error: Error) => withoutSecrets(stdSerializers.err(error) as unknown as Fields),
+      err: (error: Error) => {
+        const serialized: unknown = stdSerializers.err(error);
+        return isObject(serialized) ? withoutSecrets(serialized) : serialized;
+      },
     },
   };
   const pretty = { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } };

@@ -34,6 +34,8 @@ describe('createLogger redacts what must never be logged', () => {
     const driverError = Object.assign(new Error('Data too long'), { sql: "insert into webhook_events values ('SECRETPAYLOAD')" });
     logger.error({ err: driverError }, 'failed');
     logger.error({ err: new Error('wrapped', { cause: driverError }) }, 'failed');
+    logger.error({ err: null }, 'not an error');
+    logger.error({ err: 'a message' }, 'not an error');
     const text = JSON.stringify(lines);
     assert.ok(!text.includes('SECRETPAYLOAD'), text);
     assert.match(text, /Data too long/, 'the error itself is still logged');
