@@ -181,7 +181,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     processing: {
       mode: read.oneOf('PROCESSING_MODE', ['background', 'inline'] as const, 'background'),
       leaseMs: Math.round(read.number('LEASE_SECONDS', 30, { min: 0.1, max: 3600 }) * 1000),
-      concurrency: read.integer('WORKER_CONCURRENCY', 128, { min: 1, max: 256 }),
+      concurrency: read.integer('WORKER_CONCURRENCY', 256, { min: 1, max: 1024 }),
       maxAttempts: read.integer('MAX_ATTEMPTS', 10, { min: 1, max: 1000 }),
       retryBaseMs,
       retryMaxMs,
