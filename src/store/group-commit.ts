@@ -104,7 +104,11 @@ interface BatchOutcome {
   existing: Map<string, KnownRow>;
 }
 
-/** The batch insert of `insertReturning`, compiled once: a SELECT per event joined by UNION ALL. */
+/**
+ * The batch insert of `insertReturning`, compiled once: a SELECT per event joined by UNION ALL. It runs
+ * as a compiled query, never through the builder's `execute`: kysely's MySQL adapter does not claim
+ * RETURNING, which MariaDB has.
+ */
 export function newEventsInsert(db: Kysely<InboxDatabase>) {
   return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, { id: number; provider: string; event_id: string }, InboxDatabase>(
     db,
