@@ -58,7 +58,8 @@ function censorNested(object: Fields): Fields {
   return result;
 }
 
-const censored = () => CENSOR;
+/** The serializer of a secret field: its value never reaches the line. */
+const hidden = () => CENSOR;
 
 /**
  * JSON lines for machines; readable lines (pino-pretty, in a worker thread) when a person watches the
@@ -69,7 +70,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     level,
     formatters: { log: censorNested },
     serializers: {
-      ...Object.fromEntries(SECRET_FIELDS.map((name) => [name, censored])),
+      ...Object.fromEntries(SECRET_FIELDS.map((name) => [name, hidden])),
       headers: (headers: unknown) => (isObject(headers) ? withoutSecretHeaders(headers) : headers),
       err: (error: Error) => {
         const serialized: unknown = stdSerializers.err(error);
