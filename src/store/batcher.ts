@@ -5,7 +5,7 @@
  * the current event-loop turn, so requests parsed in the same turn share a batch). Each caller gets
  * its own result, after the batch that carried it has committed, or its own error.
  */
-export interface BatcherOptions<Input> {
+export interface BatcherOptions<Input, Output> {
   /** Requests in one batch, at most. */
   maxBatch: number;
   /** Batches running at the same time. */
@@ -13,6 +13,11 @@ export interface BatcherOptions<Input> {
   /** Size of a request (e.g. payload bytes); a batch stops growing once `maxWeight` is reached. */
   weight?: (input: Input) => number;
   maxWeight?: number;
+  /**
+   * Requests with the key of one already queued or running are not run again: they get that one's
+   * result through `copy`, or its error, when it settles.
+   */
+  coalesce?: { keyOf: (input: Input) => string; copy: (output: Output) => Output };
 }
 
 /** Runs one batch; returns one settled result per input, in input order. */
@@ -28,13 +33,28 @@ export class Batcher<Input, Output> {
   private readonly queue: Array<Pending<Input, Output>> = [];
   private inFlight = 0;
   private scheduled = false;
+  /** The outputs of the requests queued or running, by coalescing key. */
+  private readonly unsettled = new Map<string, Promise<Output>>();
 
   constructor(
     private readonly runBatch: BatchRunner<Input, Output>,
-    private readonly options: BatcherOptions<Input>,
+    private readonly options: BatcherOptions<Input, Output>,
   ) {}
 
   submit(input: Input): Promise<Output> {
+    const { coalesce } = this.options;
+    if (!coalesce) return this.enqueue(input);
+    const key = coalesce.keyOf(input);
+    const first = this.unsettled.get(key);
+    if (first) return first.then(coalesce.copy);
+    const output = this.enqueue(input);
+    this.unsettled.set(key, output);
+    const forget = () => this.unsettled.delete(key);
+    output.then(forget, forget);
+    return output;
+  }
+
+  private enqueue(input: Input): Promise<Output> {
     return new Promise<Output>((resolve, reject) => {
       this.queue.push({ input, resolve, reject });
       if (!this.scheduled) {

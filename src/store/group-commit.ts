@@ -19,7 +19,7 @@ export interface RecordRequest {
  */
 export class ConcurrentInsertError extends Error {}
 
-const keyOf = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
+export const eventKey = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
 
 /** The row a new event is stored as, whether it is recorded alone or in a batch. */
 export function newEventRow({ event, paymentId, receivedAt }: RecordRequest) {
@@ -94,7 +94,7 @@ async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): P
     .execute();
   const known = new Map<string, KnownRow>();
   // A stored row comes first; its archived key, if the archive is moving it right now, names the same id.
-  for (const row of rows) if (!known.has(keyOf(row.provider, row.event_id))) known.set(keyOf(row.provider, row.event_id), { id: Number(row.id), status: row.status });
+  for (const row of rows) if (!known.has(eventKey(row.provider, row.event_id))) known.set(eventKey(row.provider, row.event_id), { id: Number(row.id), status: row.status });
   return known;
 }
 
@@ -127,8 +127,8 @@ export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
  */
 async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
   const { rows } = await insert(unique.map(newEventRow));
-  const created = new Map(rows.map((row) => [keyOf(row.provider, row.event_id), Number(row.id)]));
-  const others = unique.filter((r) => !created.has(keyOf(r.event.provider, r.event.eventId))).map((r) => r.event);
+  const created = new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
+  const others = unique.filter((r) => !created.has(eventKey(r.event.provider, r.event.eventId))).map((r) => r.event);
   return { created, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
 }
 
@@ -142,7 +142,7 @@ async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInser
 async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
   return db.transaction().execute(async (tx) => {
     const existing = await knownByKey(tx, unique.map((r) => r.event));
-    const missing = unique.filter((r) => !existing.has(keyOf(r.event.provider, r.event.eventId)));
+    const missing = unique.filter((r) => !existing.has(eventKey(r.event.provider, r.event.eventId)));
     if (missing.length === 0) return { existing, created: new Map() };
     const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
@@ -160,7 +160,7 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
 export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<RecordResult[]> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
-    const key = keyOf(request.event.provider, request.event.eventId);
+    const key = eventKey(request.event.provider, request.event.eventId);
     if (!firstByKey.has(key)) firstByKey.set(key, request);
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
@@ -168,7 +168,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
   return requests.map((request): RecordResult => {
-    const key = keyOf(request.event.provider, request.event.eventId);
+    const key = eventKey(request.event.provider, request.event.eventId);
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
     const row = existing.get(key);

@@ -5,7 +5,7 @@ import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import { compiledStatement } from './compiled-statement.js';
-import { NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
+import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
@@ -76,6 +76,9 @@ export class KyselyInboxStore implements InboxStore {
       maxInFlight: dialect.concurrentBatches,
       weight: (request) => request.event.payload.length,
       maxWeight: MAX_RECORD_BATCH_BYTES,
+      // A provider's concurrent copies of one event wait for the first one's record: run beside it,
+      // each would insert the same key and wait for the other's row lock, its whole batch with it.
+      coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },
     });
     const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, dialect.concurrentBatches) };
     this.claims = new Batcher(

@@ -87,3 +87,22 @@ test('claims: one call per owner and lease time, each id asked once, a repeated 
     ['a:1', 'b:2', null, null, 'a:2'],
   );
 });
+
+test('a request with the key of one queued or running gets that one\'s result or error instead of running again', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 10, maxInFlight: 2, coalesce: { keyOf: String, copy: (first) => first + 1 } });
+  const queued = [batcher.submit(7), batcher.submit(7), batcher.submit(-7), batcher.submit(-7)];
+  await tick();
+  const whileRunning = batcher.submit(7);
+  await tick();
+  assert.deepEqual(runner.batches, [[7, -7]], 'each key once, the copy that came while it ran included');
+  runner.finish[0]!();
+  const settled = await Promise.allSettled([...queued, whileRunning]);
+  assert.deepEqual(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)), [70, 71, 'bad -7', 'bad -7', 71]);
+
+  const again = batcher.submit(7);
+  await tick();
+  assert.deepEqual(runner.batches, [[7, -7], [7]], 'once settled, the key runs again');
+  runner.finish[1]!();
+  assert.equal(await again, 70);
+});
