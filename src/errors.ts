@@ -54,6 +54,18 @@ export class StoreUnavailableError extends InboxError {
   }
 }
 
+/**
+ * The database neither stored the event's row nor holds one for its key: it dropped the insert without
+ * an error, as INSERT IGNORE does with any row error. MariaDB with innodb_autoinc_lock_mode=2 (which
+ * Galera requires) does so under concurrent INSERT ... SELECT, when it hands out an id already taken.
+ * The record is tried again; if the row still is not there, the provider should retry.
+ */
+export class RecordNotStoredError extends InboxError {
+  constructor(message: string) {
+    super('record_not_stored', 503, message);
+  }
+}
+
 /** Inline mode: the event is recorded but its processing has not finished yet; the provider should retry. */
 export class ProcessingPendingError extends InboxError {
   constructor(message: string) {

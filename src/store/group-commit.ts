@@ -1,4 +1,5 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
@@ -172,7 +173,7 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
     const row = existing.get(key);
-    if (!row) throw new Error(`event ${request.event.provider}/${request.event.eventId} was neither inserted nor found`);
+    if (!row) throw new RecordNotStoredError(`event ${request.event.provider}/${request.event.eventId} was neither inserted nor found`);
     return { outcome: 'duplicate', id: row.id, status: row.status };
   });
 }

@@ -1,6 +1,6 @@
 import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { LeaseLostError, StoreUnavailableError } from '../errors.js';
+import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
@@ -14,6 +14,8 @@ import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type Webhoo
 import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
+/** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
+const RECORD_ATTEMPTS = 5;
 /** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
 const MAX_RECORD_BATCH = 200;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
@@ -163,21 +165,33 @@ export class KyselyInboxStore implements InboxStore {
     return this.insertReturns;
   }
 
-  /** One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. */
+  /**
+   * One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. A row
+   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch that
+   * meets one falls back to this.
+   */
   private async recordOne(request: RecordRequest): Promise<RecordResult> {
     const { event } = request;
-    return this.guard(async () => {
-      const inserted = await this.insertNewEvent(newEventRow(request));
-      if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
-        return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.guard(() => this.insertOrFind(request));
+      if (result) return result;
+      if (attempt === RECORD_ATTEMPTS) {
+        throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
       }
-      const key = { provider: event.provider, event_id: event.eventId };
-      const existing = (await this.selectEventByKey(key)).rows[0];
-      if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
-      const archived = (await this.selectArchivedByKey(key)).rows[0];
-      if (!archived) throw new Error(`event ${event.provider}/${event.eventId} was neither inserted nor found`);
-      return { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' };
-    });
+    }
+  }
+
+  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
+  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
+    const inserted = await this.insertNewEvent(newEventRow(request));
+    if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
+      return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
+    }
+    const key = { provider: request.event.provider, event_id: request.event.eventId };
+    const existing = (await this.selectEventByKey(key)).rows[0];
+    if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
+    const archived = (await this.selectArchivedByKey(key)).rows[0];
+    return archived ? { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' } : null;
   }
 
   claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
