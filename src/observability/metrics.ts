@@ -1,12 +1,4 @@
-import {
-  BadRequestError,
-  ProcessingPendingError,
-  ProviderNotConfiguredError,
-  SignatureError,
-  StoreUnavailableError,
-  UnknownProviderError,
-  UnsupportedMediaTypeError,
-} from '../errors.js';
+import { BadRequestError, InboxError, SignatureError, UnknownProviderError, UnsupportedMediaTypeError } from '../errors.js';
 
 /** How a delivery was answered, as the provider saw it. */
 export type DeliveryResult = 'accepted' | 'duplicate' | 'invalid_signature' | 'bad_request' | 'unavailable' | 'error';
@@ -34,6 +26,7 @@ export interface InboxMetrics {
 export function deliveryResult(error: unknown): DeliveryResult {
   if (error instanceof SignatureError) return 'invalid_signature';
   if (error instanceof BadRequestError || error instanceof UnsupportedMediaTypeError || error instanceof UnknownProviderError) return 'bad_request';
-  if (error instanceof StoreUnavailableError || error instanceof ProviderNotConfiguredError || error instanceof ProcessingPendingError) return 'unavailable';
+  // Every 503 is one the provider retries, whatever its cause.
+  if (error instanceof InboxError && error.statusCode === 503) return 'unavailable';
   return 'error';
 }

@@ -6,6 +6,7 @@ import {
   ConfigError,
   ProcessingPendingError,
   ProviderNotConfiguredError,
+  RecordNotStoredError,
   SignatureError,
   StoreUnavailableError,
   UnknownProviderError,
@@ -36,6 +37,7 @@ describe('deliveryResult maps each refusal to its result', () => {
     [new StoreUnavailableError('x'), 'unavailable'],
     [new ProviderNotConfiguredError('payu', ['PAYU_MERCHANT_KEY']), 'unavailable'],
     [new ProcessingPendingError('x'), 'unavailable'],
+    [new RecordNotStoredError('x'), 'unavailable'],
     [new ConfigError(['x']), 'error'],
     [new TypeError('bug'), 'error'],
   ] as const) {
