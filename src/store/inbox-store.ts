@@ -149,8 +149,8 @@ export class KyselyInboxStore implements InboxStore {
       return results.map((value) => ({ status: 'fulfilled', value }));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
-      // bad one fails.
+      // events (ConcurrentInsertError), one row the database dropped (RecordNotStoredError) or one it
+      // refuses: each event alone, so only a bad one fails.
       if (this.dialect.isUnavailable(error)) throw this.translate(error);
       return alone();
     }
