@@ -1,5 +1,4 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
-import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
@@ -156,9 +155,11 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
  * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
  * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
  * which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth session).
- * Within the batch, the first request for an event records it; the others are its duplicates.
+ * Within the batch, the first request for an event records it; the others are its duplicates. An
+ * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered null,
+ * for the caller to record alone; the batch's other answers stand.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<RecordResult[]> {
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | null>> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -168,13 +169,12 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
   const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
-  return requests.map((request): RecordResult => {
+  return requests.map((request): RecordResult | null => {
     const key = eventKey(request.event.provider, request.event.eventId);
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
     const row = existing.get(key);
-    if (!row) throw new RecordNotStoredError(`event ${request.event.provider}/${request.event.eventId} was neither inserted nor found`);
-    return { outcome: 'duplicate', id: row.id, status: row.status };
+    return row ? { outcome: 'duplicate', id: row.id, status: row.status } : null;
   });
 }
 

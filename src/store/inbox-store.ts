@@ -146,11 +146,11 @@ export class KyselyInboxStore implements InboxStore {
       const returning = await this.insertReturning();
       if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
       const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return results.map((value) => ({ status: 'fulfilled', value }));
+      return await Promise.allSettled(results.map((result, i) => result ?? this.recordOne(requests[i]!)));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), one row the database dropped (RecordNotStoredError) or one it
-      // refuses: each event alone, so only a bad one fails.
+      // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
+      // bad one fails.
       if (this.dialect.isUnavailable(error)) throw this.translate(error);
       return alone();
     }
@@ -167,8 +167,8 @@ export class KyselyInboxStore implements InboxStore {
 
   /**
    * One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. A row
-   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch that
-   * meets one falls back to this.
+   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch leaves
+   * such an event to this.
    */
   private async recordOne(request: RecordRequest): Promise<RecordResult> {
     const { event } = request;

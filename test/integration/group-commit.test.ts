@@ -95,13 +95,15 @@ await describeEachStore('group commit', (suite) => {
       end`.execute(store.db);
       try {
         const alone = await store.record(verified('dropped_alone'));
-        const batch = await Promise.all(['dropped_batch', 'dropped_fine_a', 'dropped_fine_b'].map((name) => store.record(verified(name))));
-        for (const [name, result] of [['dropped_alone', alone], ...batch.map((r, i) => [['dropped_batch', 'dropped_fine_a', 'dropped_fine_b'][i]!, r] as const)] as const) {
+        // One event of the batch is dropped; the others' rows stand and they are still answered as recorded.
+        const batchNames = ['dropped_batch', 'kept_a', 'kept_b'];
+        const batch = await Promise.all(batchNames.map((name) => store.record(verified(name))));
+        for (const [name, result] of [['dropped_alone', alone], ...batch.map((r, i) => [batchNames[i]!, r] as const)] as const) {
           assert.equal(result.outcome, 'recorded', name);
           assert.equal((await store.findEvent('razorpay', name))?.id, result.id, `${name}: the answer names its row`);
         }
         const dropped = await sql<{ event_id: string }>`select event_id from dropped_once order by event_id`.execute(store.db);
-        assert.deepEqual(dropped.rows.map((r) => r.event_id), ['dropped_alone', 'dropped_batch', 'dropped_fine_a', 'dropped_fine_b'], 'every first insert was dropped');
+        assert.deepEqual(dropped.rows.map((r) => r.event_id), ['dropped_alone', 'dropped_batch'], 'the first insert of each dropped_ event was dropped');
       } finally {
         await sql`drop trigger drop_first_insert`.execute(store.db);
         await sql`drop table dropped_once`.execute(store.db);
@@ -134,7 +136,7 @@ await describeEachStore('group commit', (suite) => {
       const watched = store.db.withPlugin(counter);
       const insert = returning ? newEventsInsert(watched) : null;
       const results = await recordBatch(watched, requests(names), insert);
-      assert.deepEqual(results.map((r) => r.outcome), ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate']);
+      assert.deepEqual(results.map((r) => r?.outcome), ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate']);
       assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
       assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
       assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
