@@ -1,4 +1,5 @@
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { isRecord } from '../providers/delivery.js';
 
 const CENSOR = '[redacted]';
 
@@ -12,8 +13,6 @@ const SECRET_HEADERS = ['authorization', 'cookie', 'stripe-signature', 'x-razorp
 const SECRET_FIELDS = ['payload', 'parsedPayload', 'body', 'sql'];
 
 type Fields = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Fields => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** A shallow copy that keeps the prototype, so a serialized error still prints as one. */
 const copyOf = (value: Fields): Fields => Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Fields, value);
@@ -29,7 +28,7 @@ function withoutSecretHeaders(headers: Fields): Fields {
 function withoutSecrets(value: Fields): Fields {
   let copy: Fields | undefined;
   for (const name of SECRET_FIELDS) if (Object.hasOwn(value, name)) (copy ??= copyOf(value))[name] = CENSOR;
-  if (isObject(value.headers)) {
+  if (isRecord(value.headers)) {
     const headers = withoutSecretHeaders(value.headers);
     if (headers !== value.headers) (copy ??= copyOf(value)).headers = headers;
   }
@@ -49,7 +48,7 @@ function censorNested(object: Fields): Fields {
   let result = object;
   for (const key in object) {
     const value = object[key];
-    if (key === 'err' || !isObject(value)) continue;
+    if (key === 'err' || !isRecord(value)) continue;
     const censored = withoutSecrets(value);
     if (censored === value) continue;
     if (result === object) result = copyOf(object);
@@ -71,10 +70,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     formatters: { log: censorNested },
     serializers: {
       ...Object.fromEntries(SECRET_FIELDS.map((name) => [name, hidden])),
-      headers: (headers: unknown) => (isObject(headers) ? withoutSecretHeaders(headers) : headers),
+      headers: (headers: unknown) => (isRecord(headers) ? withoutSecretHeaders(headers) : headers),
       err: (error: Error) => {
         const serialized: unknown = stdSerializers.err(error);
-        return isObject(serialized) ? withoutSecrets(serialized) : serialized;
+        return isRecord(serialized) ? withoutSecrets(serialized) : serialized;
       },
     },
   };
