@@ -87,6 +87,8 @@ export interface Config {
   bodyLimitBytes: number;
   logLevel: string;
   shutdownTimeoutMs: number;
+  /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */
+  heapGrowthPercent: number;
   providers: ProviderSettings;
   processing: ProcessingSettings;
   redis: RedisSettings | null;
@@ -173,6 +175,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownTimeoutMs: read.integer('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0, max: 600_000 }),
+    heapGrowthPercent: read.integer('HEAP_GROWTH_PERCENT', 60, { min: 0, max: 1000, hint: '0 leaves the growth to V8' }),
     providers: {
       stripe: stripeSecrets ? { secrets: stripeSecrets, toleranceSeconds } : null,
       razorpay: razorpaySecrets ? { secrets: razorpaySecrets } : null,

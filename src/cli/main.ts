@@ -14,6 +14,7 @@ import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
+import { setHeapGrowth } from './heap-growth.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
@@ -29,6 +30,7 @@ program
   .option('--no-workers', 'receive only: separate `webhook-inbox worker` processes do the processing')
   .action(async (options: { workers: boolean }) => {
     const { config } = configOrExit();
+    setHeapGrowth(config.heapGrowthPercent);
     const { app, inbox } = await createApp(config, { workers: options.workers });
     // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
@@ -45,6 +47,7 @@ program
   .description('run background workers only (no HTTP): queue consumer and sweeper, WORKER_CONCURRENCY at a time')
   .action(async () => {
     const { config } = configOrExit();
+    setHeapGrowth(config.heapGrowthPercent);
     const inbox = await startWorkers(config);
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => inbox.stop(config.shutdownTimeoutMs));
   });

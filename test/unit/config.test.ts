@@ -28,6 +28,7 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.processing.mode, 'background');
     assert.equal(config.processing.leaseMs, 30_000);
     assert.equal(config.processing.recordTimeoutMs, 2000);
+    assert.equal(config.heapGrowthPercent, 60);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
     assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
   });
@@ -111,6 +112,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
     { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
+    { env: { HEAP_GROWTH_PERCENT: '-10' }, variable: 'HEAP_GROWTH_PERCENT' },
     { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
     { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
     { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
