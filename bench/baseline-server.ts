@@ -34,7 +34,11 @@ const server = createServer((req, res) => {
       const now = toDbTime(new Date());
       pool.execute(INSERT, [event.provider, event.eventId, event.eventType, event.payload, JSON.stringify(event.headers), now, now]).then(
         () => answer(200, '{"received":true}'),
-        () => answer(503, '{"error":"store_unavailable"}'),
+        (error: unknown) => {
+          // Logged so a run's non-2xx can be told apart: the bench's figures are read against them.
+          console.error(`insert failed: ${error instanceof Error ? error.message : String(error)}`);
+          answer(503, '{"error":"store_unavailable"}');
+        },
       );
     } catch (error) {
       answer(error instanceof InboxError ? error.statusCode : 500, '{"error":"rejected"}');

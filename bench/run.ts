@@ -204,7 +204,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   return holding(database.drop, async () => {
     // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
     const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
-    const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, workDir, { nodeArgs: profile, env: settings.serviceEnv });
+    const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { nodeArgs: profile, env: settings.serviceEnv });
     return holding(target.stop, async () => {
       if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
       const paced: Step[] = [];
@@ -240,7 +240,7 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
       for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
         const spec = TARGETS[name]!;
         await settleBacklog(database);
-        const target = await startTarget(spec, route(database.url), workDir, { env: settings.serviceEnv });
+        const target = await startTarget(spec, route(database.url), logDir(settings), { env: settings.serviceEnv });
         await holding(target.stop, async () => {
           // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
           if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
@@ -254,9 +254,14 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
   return runs;
 }
 
+/** The targets' logs, next to the report of the same run, so its non-2xx and errors can be looked into. */
+const logDir = (settings: BenchSettings) => join(settings.out, 'logs');
+
 export async function runBench(settings: BenchSettings): Promise<BenchResults> {
   await buildService();
   const workDir = mkdtempSync(join(tmpdir(), 'wi-bench-'));
+  rmSync(logDir(settings), { recursive: true, force: true });
+  mkdirSync(logDir(settings), { recursive: true });
   if (settings.profileDir) mkdirSync(settings.profileDir, { recursive: true });
   const startedAt = new Date().toISOString();
   const loadAtStart = loadAverage();
@@ -299,6 +304,6 @@ if (process.argv[1] === import.meta.filename) {
     });
   }
   const results = await runBench(settings);
-  console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}`);
+  console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}, targets' logs: ${logDir(settings)}`);
   for (const line of results.summary.checks) console.log(`${line.met ? 'MET    ' : 'NOT MET'} ${line.target}: ${line.measured}`);
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,5 +65,10 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
+
+    // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
+    const logs = readdirSync(join(out, 'logs'));
+    assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline'], logs.join(', '));
+    assert.match(readFileSync(join(out, 'logs', logs.find((name) => name.startsWith('background'))!), 'utf8'), /Server listening/);
   });
 });
