@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
+import { kill, killAll, serve, worker } from '../support/processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -33,4 +37,29 @@ test('setHeapGrowth holds the old generation near what is live, where V8 alone l
   const [v8Default, limited] = await Promise.all([oldSpacePeakMb(0), oldSpacePeakMb(60)]);
   // About 220 MB against 105 MB on the development machine; a flag V8 did not know would leave them equal.
   assert.ok(limited < v8Default * 0.75, `old space peak with HEAP_GROWTH_PERCENT=60: ${limited} MB, with V8's own factor: ${v8Default} MB`);
+});
+
+test('serve and worker set the factor from HEAP_GROWTH_PERCENT, and 0 leaves it to V8', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'wi-heap-growth-'));
+  after(async () => {
+    await killAll();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const env = (percent: string) => ({
+    DATABASE_URL: `sqlite:${join(dir, 'inbox.db')}`,
+    HEAP_GROWTH_PERCENT: percent,
+    NODE_OPTIONS: `--import=${new URL('../support/v8-flag-spy.mjs', import.meta.url).href}`,
+  });
+
+  const { child: server } = await serve(env('45'));
+  await kill(server);
+  assert.match(server.output(), /v8 flag set: --heap-growing-percent=45\n/);
+
+  const workers = await worker(env('45'));
+  await kill(workers);
+  assert.match(workers.output(), /v8 flag set: --heap-growing-percent=45\n/);
+
+  const { child: untouched } = await serve(env('0'));
+  await kill(untouched);
+  assert.doesNotMatch(untouched.output(), /v8 flag set/);
 });
