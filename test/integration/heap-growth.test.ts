@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { kill, killAll, serve, worker } from '../support/processes.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -39,9 +39,9 @@ test('setHeapGrowth holds the old generation near what is live, where V8 alone l
   assert.ok(limited < v8Default * 0.75, `old space peak with HEAP_GROWTH_PERCENT=60: ${limited} MB, with V8's own factor: ${v8Default} MB`);
 });
 
-test('serve and worker set the factor from HEAP_GROWTH_PERCENT, and 0 leaves it to V8', async () => {
+test('serve and worker set the factor from HEAP_GROWTH_PERCENT, and 0 leaves it to V8', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'wi-heap-growth-'));
-  after(async () => {
+  t.after(async () => {
     await killAll();
     await rm(dir, { recursive: true, force: true });
   });
