@@ -226,17 +226,23 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   });
 }
 
-/** The same saturation load against a table that already holds `rows` events, for each size in turn. */
+/**
+ * The same saturation load against a table that already holds `rows` events, for each size in turn,
+ * after the empty table in the same database: each ratio then compares table sizes at one point of
+ * the run, not a full table late in a long run against an empty one at its start.
+ */
 async function runGrowth(settings: BenchSettings, workDir: string, route: Route): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
   const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
   await holding(database.drop, async () => {
     let filled = 0;
-    for (const rows of settings.growth) {
-      const started = Date.now();
-      await fillHistory(database, rows - filled, filled);
-      filled = rows;
-      console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
+    for (const rows of [0, ...settings.growth]) {
+      if (rows > 0) {
+        const started = Date.now();
+        await fillHistory(database, rows - filled, filled);
+        filled = rows;
+        console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
+      }
       for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
         const spec = TARGETS[name]!;
         await settleBacklog(database);
