@@ -255,7 +255,7 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
       measured: `valid p99 ${flood.floodP99Ms} ms during ${flood.forgedPerSec} forged/s (${flood.quietP99Ms} ms without), ${flood.validRefused} valid refused, ${flood.forgedAccepted} forged accepted`,
     });
   }
-  const services = targets.filter((t) => t.target !== 'baseline');
+  const services = targets.filter((t) => TARGETS[t.target]!.kind !== 'baseline');
   if (services.length > 0) {
     const peak = Math.max(...services.map((t) => t.peakRssMb));
     result.push({ target: 'peak RSS of one service process <= 250 MB', met: peak <= 250, measured: `${peak} MB` });

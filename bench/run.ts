@@ -175,12 +175,12 @@ async function forgedFlood(settings: BenchSettings, url: string, rate: number): 
   return { quiet, valid, forged };
 }
 
-function describeStep(step: Step): string {
+function describeStep(spec: TargetSpec, step: Step): string {
   const { load: l, processing: p } = step;
   const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack${processing}${l.poolWrapped ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack${processing}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */
@@ -210,16 +210,16 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
       const paced: Step[] = [];
       for (const rate of settings.rates) {
         const step = await measuredStep(settings, spec, database, target, 'paced', settings.pacedDurationSec, rate);
-        console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(step)}`);
+        console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(spec, step)}`);
         paced.push(step);
       }
       let sustained: Step | null = null;
       if (settings.sustainedRate !== null) {
         sustained = await measuredStep(settings, spec, database, target, 'paced', settings.durationSec, settings.sustainedRate);
-        console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(sustained)}`);
+        console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(spec, sustained)}`);
       }
       const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
-      console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(saturation)}`);
+      console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(spec, saturation)}`);
       const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
       return { target: spec.name, repetition, paced, sustained, saturation, flood, peakRssMb: target.peakRssMb() };
     });
@@ -251,7 +251,7 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
           // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
           if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
           const step = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
-          console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(step)}`);
+          console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(spec, step)}`);
           runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
         });
       }

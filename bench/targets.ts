@@ -18,10 +18,17 @@ export interface TargetSpec {
   store: 'mysql' | 'sqlite';
   /** Extra environment for `webhook-inbox serve` (processing mode). */
   env: Record<string, string>;
+  /**
+   * The baseline server without its INSERT: what this machine's HTTP, signature check and load
+   * generator can do at all, so a run shows whether the database or the harness bounds the baseline.
+   * Nothing is stored, so the load generator's pre-signed pool may repeat.
+   */
+  noDatabase?: true;
 }
 
 export const TARGETS: Record<string, TargetSpec> = {
   baseline: { name: 'baseline', label: 'baseline (node:http + 1 INSERT IGNORE)', kind: 'baseline', store: 'mysql', env: {} },
+  ceiling: { name: 'ceiling', label: 'ceiling (node:http + signature check, no database)', kind: 'baseline', store: 'mysql', env: {}, noDatabase: true },
   background: { name: 'background', label: 'webhook-inbox, background (default)', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'background' } },
   inline: { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
   'receive-only': { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
@@ -98,8 +105,8 @@ export async function startTarget(spec: TargetSpec, databaseUrl: string, logDir:
     PATH: process.env.PATH ?? '',
     HOST: '127.0.0.1',
     PORT: String(port),
-    DATABASE_URL: databaseUrl,
-    BENCH_DATABASE_URL: databaseUrl,
+    // The ceiling gets no database at all: if it tried to store, every delivery would fail.
+    ...(spec.noDatabase ? { BENCH_NO_DATABASE: '1' } : { DATABASE_URL: databaseUrl, BENCH_DATABASE_URL: databaseUrl }),
     STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
     RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
     PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,

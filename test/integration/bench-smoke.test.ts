@@ -24,7 +24,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
     const settings = parseSettings([
       '--quick',
-      '--targets', 'baseline,background',
+      '--targets', 'baseline,ceiling,background',
       '--duration', '1',
       '--warmup', '0',
       '--paced-duration', '1',
@@ -39,21 +39,22 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     ]);
     const results = await runBench(settings);
 
-    assert.deepEqual(results.summary.targets.map((t) => t.target), ['baseline', 'background']);
+    assert.deepEqual(results.summary.targets.map((t) => t.target), ['baseline', 'ceiling', 'background']);
     for (const target of results.summary.targets) {
       assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
       assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
       assert.ok(target.peakRssMb > 0);
       assert.equal(target.paced.length, 1);
     }
-    for (const run of results.runs.filter((r) => r.target !== 'baseline')) {
+    for (const run of results.runs.filter((r) => r.target === 'background')) {
       const processing = run.saturation.processing!;
       assert.ok(processing.newEvents > 0);
       assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
       assert.ok(processing.settledAfterMs !== null && processing.settledAfterMs >= 0, `${run.target}: the time until all work was done is measured`);
     }
-    assert.ok(results.summary.targets[1]!.ackRatio! > 0, 'quoted as a ratio to the baseline');
-    const flood = results.summary.targets[1]!.flood!;
+    const [, ceiling, background] = results.summary.targets;
+    assert.ok(ceiling!.ackRatio! > 0 && background!.ackRatio! > 0, 'quoted as a ratio to the baseline');
+    const flood = background!.flood!;
     assert.equal(flood.forgedAccepted, 0, 'no forged delivery got a 2xx');
     assert.equal(flood.validRefused, 0, 'every valid delivery was acknowledged during the flood');
     assert.ok(flood.forgedPerSec > 0);
@@ -62,13 +63,14 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as typeof results;
     assert.deepEqual(saved.summary, results.summary);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| ceiling \(node:http \+ signature check, no database\) \| \d+/);
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
 
     // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
     const logs = readdirSync(join(out, 'logs'));
-    assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline'], logs.join(', '));
+    assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline', 'ceiling'], logs.join(', '));
     assert.match(readFileSync(join(out, 'logs', logs.find((name) => name.startsWith('background'))!), 'utf8'), /Server listening/);
   });
 });
