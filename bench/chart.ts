@@ -13,7 +13,7 @@ const PANELS = [
 ] as const;
 const PANEL = { width: 300, height: 220, left: 48, top: 28, right: 12, bottom: 40 };
 
-const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+export const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** Log-scale y axis from the smallest to the largest power of ten around the data. */
 function yScale(values: number[]): { ticks: number[]; y: (ms: number) => number } {
@@ -36,7 +36,7 @@ export function latencyChart(series: Series[], title: string): string {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${PANEL.height + legendHeight + 24}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="${width / 2}" y="16" text-anchor="middle" font-size="13">${escape(title)}</text>`,
+    `<text x="${width / 2}" y="16" text-anchor="middle" font-size="13">${escapeXml(title)}</text>`,
   ];
   PANELS.forEach(([key, name], index) => {
     parts.push(`<g transform="translate(${index * PANEL.width},10)">`);
@@ -62,7 +62,7 @@ export function latencyChart(series: Series[], title: string): string {
   series.forEach((s, i) => {
     const top = PANEL.height + 24 + i * 18;
     parts.push(`<rect x="${PANEL.left}" y="${top - 9}" width="14" height="4" fill="${COLORS[i % COLORS.length]}"/>`);
-    parts.push(`<text x="${PANEL.left + 20}" y="${top - 4}">${escape(s.label)}</text>`);
+    parts.push(`<text x="${PANEL.left + 20}" y="${top - 4}">${escapeXml(s.label)}</text>`);
   });
   parts.push('</svg>');
   return `${parts.join('\n')}\n`;

@@ -4,20 +4,20 @@ import { readFileSync } from 'node:fs';
  * Summarises a V8 .cpuprofile (from `npm run bench -- --profile DIR`): self time by package or source
  * folder, and the hottest functions. Usage: node --import tsx bench/profile-summary.ts FILE [TOP]
  */
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   children?: number[];
 }
 
-interface CpuProfile {
+export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
 }
 
 /** node_modules/<package>, a project folder (src/store), node internals, or a V8 pseudo-frame. */
-function area(url: string, name: string): string {
+export function area(url: string, name: string): string {
   if (url === '') return `(${name || 'native'})`;
   const nodeModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nodeModule) return nodeModule[1]!;
@@ -27,10 +27,16 @@ function area(url: string, name: string): string {
   return url;
 }
 
-export function summariseProfile(profile: CpuProfile, top = 25): string {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+/** Microseconds sampled in each node itself (not in what it called), by node id. */
+export function selfTimes(profile: CpuProfile): Map<number, number> {
   const self = new Map<number, number>();
   profile.samples.forEach((id, index) => self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+  return self;
+}
+
+export function summariseProfile(profile: CpuProfile, top = 25): string {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const self = selfTimes(profile);
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   const areas = new Map<string, number>();
   const functions = new Map<string, number>();

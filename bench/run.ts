@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
+import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { startLatencyProxy } from './latency-proxy.js';
 import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
@@ -78,7 +79,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--db-latency <ms>', 'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)', atLeast(0), 0)
     .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8')
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
-    .option('--profile <dir>', 'write --cpu-prof profiles of each target process (summarise with bench/profile-summary.ts)')
+    .option('--profile <dir>', 'write --cpu-prof profiles of each target process, each with a flame graph beside it (.svg; summarise with bench/profile-summary.ts)')
     .exitOverride()
     .parse(argv, { from: 'user' });
   const o = program.opts<Record<string, unknown>>();
@@ -292,6 +293,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       summary: summarise(settings, runs, growth),
     };
     writeReport(settings.out, results);
+    if (settings.profileDir) writeFlameGraphs(settings.profileDir);
     return results;
   } finally {
     loadGenerators.stopAll();
@@ -311,5 +313,6 @@ if (process.argv[1] === import.meta.filename) {
   }
   const results = await runBench(settings);
   console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}, targets' logs: ${logDir(settings)}`);
+  if (settings.profileDir) console.log(`CPU profiles and their flame graphs (.svg): ${settings.profileDir}`);
   for (const line of results.summary.checks) console.log(`${line.met ? 'MET    ' : 'NOT MET'} ${line.target}: ${line.measured}`);
 }

@@ -20,7 +20,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  test('runs every target and the forged flood, and writes results.json, report.md and latency.svg', async () => {
+  test('runs every target and the forged flood, and writes results.json, report.md, latency.svg and flame graphs', async () => {
     out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
     const settings = parseSettings([
       '--quick',
@@ -35,6 +35,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       '--db-latency', '1',
       '--max-rate', '500',
       '--out', out,
+      '--profile', join(out, 'profiles'),
       '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
     ]);
     const results = await runBench(settings);
@@ -72,5 +73,13 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     const logs = readdirSync(join(out, 'logs'));
     assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline', 'ceiling'], logs.join(', '));
     assert.match(readFileSync(join(out, 'logs', logs.find((name) => name.startsWith('background'))!), 'utf8'), /Server listening/);
+
+    // --profile: each target's CPU profiles, each with its flame graph.
+    for (const target of ['baseline-1', 'ceiling-1', 'background-1']) {
+      const files = readdirSync(join(out, 'profiles', target));
+      const profiles = files.filter((name) => name.endsWith('.cpuprofile'));
+      assert.ok(profiles.length > 0, `${target}: ${files.join(', ')}`);
+      for (const profile of profiles) assert.match(readFileSync(join(out, 'profiles', target, profile.replace(/cpuprofile$/, 'svg')), 'utf8'), /^<svg [\s\S]*<rect /);
+    }
   });
 });
