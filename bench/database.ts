@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
@@ -7,12 +8,35 @@ import { openStore } from '../src/store/open-store.js';
 import { fromDbTime, toDbTime } from '../src/store/schema.js';
 import type { InboxStore } from '../src/store/store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
+import { cpuSeconds } from './targets.js';
 
 /** A database of the bench's own, migrated with the service's migrations and dropped afterwards. */
 export interface BenchDatabase {
   url: string;
   store: InboxStore;
+  /**
+   * CPU time the database server has used so far, in seconds, when it runs on this machine (a
+   * MariaDB/MySQL server reached over loopback); null otherwise, SQLite included (it runs in the
+   * service's own process).
+   */
+  serverCpuSeconds(): number | null;
   drop(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** The one mariadbd or mysqld process of this machine, when the URL points at this machine. */
+function localServerPid(mysqlServerUrl: string): number | null {
+  if (!LOOPBACK.has(new URL(mysqlServerUrl).hostname)) return null;
+  const servers = readdirSync('/proc').filter((entry) => {
+    if (!/^\d+$/.test(entry)) return false;
+    try {
+      return ['mariadbd', 'mysqld'].includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
+    } catch {
+      return false; // exited while listing
+    }
+  });
+  return servers.length === 1 ? Number(servers[0]) : null;
 }
 
 export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServerUrl: string, workDir: string): Promise<BenchDatabase> {
@@ -20,9 +44,11 @@ export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServer
   const url = store === 'mysql' ? `${mysqlServerUrl.replace(/\/$/, '')}/${name}` : `sqlite:${join(workDir, `${name}.db`)}`;
   const opened = openStore(url, { poolSize: 2, clock: systemClock });
   await opened.migrate();
+  const serverPid = store === 'mysql' ? localServerPid(mysqlServerUrl) : null;
   return {
     url,
     store: opened,
+    serverCpuSeconds: () => (serverPid === null ? null : cpuSeconds(serverPid)),
     async drop() {
       await opened.close();
       if (store !== 'mysql') return;

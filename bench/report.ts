@@ -13,6 +13,8 @@ export interface Step {
   load: LoadResult;
   /** CPU of the service process during the load, per acknowledgement (ms). */
   serviceCpuMsPerAck: number | null;
+  /** CPU of the database server during the load, per acknowledgement (ms); null when it is not on this machine. */
+  databaseCpuMsPerAck: number | null;
   /** Null for the baseline, which does not process. */
   processing: ProcessingStats | null;
 }
@@ -52,6 +54,7 @@ export interface TargetSummary {
   latencyMs: { p50: number | null; p99: number | null; p99_9: number | null };
   non2xx: number;
   serviceCpuMsPerAck: number | null;
+  databaseCpuMsPerAck: number | null;
   processedPerSec: number | null;
   keepUp: number | null;
   lagMs: { p50: number | null; p99: number | null } | null;
@@ -163,6 +166,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       },
       non2xx: own.flatMap((r) => [...r.paced, ...(r.sustained ? [r.sustained] : []), r.saturation]).reduce((sum, s) => sum + s.load.non2xx + s.load.errors, 0),
       serviceCpuMsPerAck: nullableMedian(saturations.map((s) => s.serviceCpuMsPerAck)),
+      databaseCpuMsPerAck: nullableMedian(saturations.map((s) => s.databaseCpuMsPerAck)),
       processedPerSec: nullableMedian(processing.map((p) => p.processedPerSec)),
       keepUp: nullableMedian(processing.map((p) => p.keepUp)),
       lagMs: lagOf(processing),
@@ -277,14 +281,14 @@ function markdown(results: BenchResults): string {
     '',
     '## Saturation (closed loop)',
     '',
-    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | service CPU per ack | processed/s | keep-up | lag p50 / p99 (ms) | all done after (s) | peak RSS |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| target | acks/s | x baseline | ack p50 / p99 / p99.9 (ms) | non-2xx | service CPU per ack | database CPU per ack | processed/s | keep-up | lag p50 / p99 (ms) | all done after (s) | peak RSS |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...summary.targets.map(
       (t) =>
-        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
+        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.databaseCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
     ),
     '',
-    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks. non-2xx counts every measured step.',
+    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks; database CPU per ack the same for the MariaDB server (— when it runs elsewhere, or for SQLite, which runs inside the service). non-2xx counts every measured step.',
     '',
     ...sustainedSection(results),
     '## Latency against offered load (open loop, measured from the moment each request was due)',

@@ -157,14 +157,17 @@ async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'],
 }
 
 async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, target: RunningTarget, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
-  const cpuBefore = target.cpuSeconds();
+  const serviceBefore = target.cpuSeconds();
+  const databaseBefore = database.serverCpuSeconds();
   const result = await load(settings, target.url, mode, seconds, rate);
-  // CPU of the service process while the load ran (its share of the 2 cores), per acknowledgement.
-  const serviceCpuMsPerAck = result.acks === 0 ? null : Math.round(((target.cpuSeconds() - cpuBefore) * 1e6) / result.acks) / 1000;
-  if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, processing: null };
+  // CPU of the service process and of the database server while the load ran, per acknowledgement.
+  const perAck = (before: number | null, after: number | null) => (before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000);
+  const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
+  const databaseCpuMsPerAck = perAck(databaseBefore, database.serverCpuSeconds());
+  if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
-  return { load: result, serviceCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null) };
+  return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null) };
 }
 
 /** Valid deliveries at `rate` alone, then again while a second process sends forged ones at saturation. */
@@ -181,7 +184,7 @@ function describeStep(spec: TargetSpec, step: Step): string {
   const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack${processing}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${processing}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */

@@ -59,7 +59,7 @@ function peakRssMb(pid: number): number {
 }
 
 /** utime + stime from /proc/PID/stat (fields 14 and 15, after the parenthesised command name). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }

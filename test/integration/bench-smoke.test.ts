@@ -53,7 +53,8 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
       assert.ok(processing.settledAfterMs !== null && processing.settledAfterMs >= 0, `${run.target}: the time until all work was done is measured`);
     }
-    const [, ceiling, background] = results.summary.targets;
+    const [baseline, ceiling, background] = results.summary.targets;
+    for (const target of [baseline!, background!]) assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: MariaDB's CPU per ack is measured (it runs on this machine)`);
     assert.ok(ceiling!.ackRatio! > 0 && background!.ackRatio! > 0, 'quoted as a ratio to the baseline');
     const flood = background!.flood!;
     assert.equal(flood.forgedAccepted, 0, 'no forged delivery got a 2xx');
