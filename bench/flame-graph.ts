@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { escapeXml } from './chart.js';
-import { area, selfTimes, type CpuProfile, type ProfileNode } from './profile-summary.js';
+import { area, selfTimes, shortUrl, type CpuProfile, type ProfileNode } from './profile-summary.js';
 
 /**
  * A flame graph of a V8 .cpuprofile as plain SVG: each frame as wide as the CPU time spent in it and
@@ -74,7 +74,7 @@ export function flameGraphSvg(profile: CpuProfile, title: string): string {
   const frames = placed.map(({ frame, x, width, level }) => {
     const { functionName, url, lineNumber } = frame.node.callFrame;
     const name = level === 0 ? 'all' : functionName || '(anonymous)';
-    const where = url ? ` ${url.replace(/^.*\/(node_modules|src|bench|test)\//, '$1/')}:${lineNumber + 1}` : '';
+    const where = url ? ` ${shortUrl(url)}:${lineNumber + 1}` : '';
     const share = (frame.totalMicros / root.totalMicros) * 100;
     const y = TOP + (depth - level) * FRAME_HEIGHT;
     const fits = Math.floor((width - 4) / CHAR_WIDTH);

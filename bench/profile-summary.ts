@@ -27,6 +27,9 @@ export function area(url: string, name: string): string {
   return url;
 }
 
+/** A frame's file, from the package or project folder on (node_modules/fastify/..., src/store/...). */
+export const shortUrl = (url: string) => url.replace(/^.*\/(node_modules|src|bench|test)\//, '$1/');
+
 /** Microseconds sampled in each node itself (not in what it called), by node id. */
 export function selfTimes(profile: CpuProfile): Map<number, number> {
   const self = new Map<number, number>();
@@ -44,7 +47,7 @@ export function summariseProfile(profile: CpuProfile, top = 25): string {
     const { callFrame } = byId.get(id)!;
     const where = area(callFrame.url, callFrame.functionName);
     areas.set(where, (areas.get(where) ?? 0) + micros);
-    const name = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*\/(node_modules|src|bench)\//, '$1/')}:${callFrame.lineNumber + 1}`;
+    const name = `${callFrame.functionName || '(anonymous)'} ${shortUrl(callFrame.url)}:${callFrame.lineNumber + 1}`;
     functions.set(name, (functions.get(name) ?? 0) + micros);
   }
   const table = (entries: Map<string, number>) =>
