@@ -13,7 +13,11 @@ export interface StoreBackend {
   readonly concurrentBatches: number;
   /** What is wrong with a DATABASE_URL of this backend's scheme, or null when it is usable. */
   validateUrl(url: URL): string | null;
-  connect(url: string, options: { poolSize: number }): Kysely<InboxDatabase>;
+  /**
+   * `preparedStatements`: statements with values run prepared on the server, where the backend can
+   * (for the few shapes the acknowledgement path runs; see mysql/prepared-pool.ts).
+   */
+  connect(url: string, options: { poolSize: number; preparedStatements?: boolean }): Kysely<InboxDatabase>;
   /** Creates the database itself when the server allows it and it is missing. */
   ensureDatabase(url: string): Promise<void>;
   /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */

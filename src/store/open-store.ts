@@ -27,6 +27,6 @@ export function openStore(url: string, options: { poolSize: number; clock: Clock
   const problem = databaseUrlProblem(url);
   if (problem) throw new Error(`DATABASE_URL ${problem}`);
   const backend = BACKENDS[new URL(url).protocol]!;
-  const ackDb = backend.connect(url, { poolSize: backend.concurrentBatches });
+  const ackDb = backend.connect(url, { poolSize: backend.concurrentBatches, preparedStatements: true });
   return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, backend, options.clock, url);
 }
