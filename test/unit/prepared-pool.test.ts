@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MysqlPoolConnection } from 'kysely';
 import type { Pool } from 'mysql2';
-import { preparingPool } from '../../src/store/mysql/prepared-pool.js';
+import { MAX_PREPARED_PARAMETERS, preparingPool } from '../../src/store/mysql/prepared-pool.js';
 
 /** A mysql2 pool of one connection whose `execute` answers as `onExecute` says; records what ran how. */
 function stubPool(onExecute: (callback: (error: unknown, result?: unknown) => void) => void) {
@@ -27,14 +27,16 @@ const connectionOf = (pool: ReturnType<typeof preparingPool>) => new Promise<Mys
 const run = (connection: MysqlPoolConnection, sql: string, values: unknown[]) =>
   new Promise((resolve, reject) => connection.query(sql, values, (error, result) => (error ? reject(error) : resolve(result))));
 
-test('statements with values are executed prepared; those without, and streams, run as text', async () => {
+test('statements with values are executed prepared; those without, with too many values, and streams run as text', async () => {
   const { pool, calls } = stubPool((callback) => callback(null, [{ via: 'prepared' }]));
   const connection = await connectionOf(pool);
   assert.deepEqual(await run(connection, 'select ?', [1]), [{ via: 'prepared' }]);
   assert.deepEqual(await run(connection, 'begin', []), [{ via: 'text' }]);
+  assert.deepEqual(await run(connection, 'insert many', new Array(MAX_PREPARED_PARAMETERS + 1).fill('x')), [{ via: 'text' }], 'too many values to keep prepared');
+  assert.deepEqual(await run(connection, 'insert some', new Array(MAX_PREPARED_PARAMETERS).fill('x')), [{ via: 'prepared' }]);
   connection.query('select ?', [2]);
   connection.release();
-  assert.deepEqual(calls, ['execute select ?', 'query begin', 'query select ?', 'release']);
+  assert.deepEqual(calls, ['execute select ?', 'query begin', 'query insert many', 'execute insert some', 'query select ?', 'release']);
   assert.equal(await connectionOf(pool), connection, 'one wrapper per connection, as kysely keys its state by it');
 });
 

@@ -73,9 +73,10 @@ export const mysqlBackend: StoreBackend = {
       supportBigNumbers: true,
       enableKeepAlive: true,
       connectTimeout: 5000,
-      // The acknowledgement path's statements come in one shape per batch size; what a burst uses
-      // stays prepared, and ten connections hold at most 640 of the server's 16,382 by default.
-      ...(preparedStatements ? { maxPreparedStatements: 64 } : {}),
+      // The acknowledgement path's statements come in one shape per batch size, and only small ones
+      // are prepared (see prepared-pool.ts): they all stay prepared, and ten connections hold at most
+      // 320 of the server's 16,382 by default.
+      ...(preparedStatements ? { maxPreparedStatements: 32 } : {}),
     });
     // READ COMMITTED: a batch of events in one transaction must see rows committed after its first
     // read (under REPEATABLE READ an INSERT IGNORE can meet a row its snapshot does not show), and it

@@ -6,6 +6,14 @@ const ER_MAX_PREPARED_STMT_COUNT_REACHED = 1461;
 const ER_UNSUPPORTED_PS = 1295;
 const CANNOT_PREPARE = new Set([ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_UNSUPPORTED_PS]);
 
+/**
+ * mysql2 keeps a definition object for every parameter of every statement it holds prepared. Held for
+ * batches of every size, they took 50-70 MB of the service's peak RSS (bench/NOTES.md, thirteenth
+ * session); so larger statements (a record batch of more than 8 events) go as text. Batches that
+ * large form only under saturation.
+ */
+export const MAX_PREPARED_PARAMETERS = 100;
+
 type Callback = (error: unknown, result: MysqlQueryResult) => void;
 
 /**
@@ -16,7 +24,8 @@ type Callback = (error: unknown, result: MysqlQueryResult) => void;
  * the server will not prepare (its limit reached, or a kind it cannot prepare) runs as text.
  *
  * Meant for statements of a few shapes: every distinct SQL text is one more prepared statement on
- * each connection, up to the pool's `maxPreparedStatements`.
+ * each connection, up to the pool's `maxPreparedStatements`, and only statements of at most
+ * MAX_PREPARED_PARAMETERS values are prepared.
  */
 export function preparingPool(pool: Pool): MysqlPool {
   // kysely keeps per-connection state keyed by the object it is given, so each raw connection keeps one wrapper.
@@ -44,7 +53,7 @@ function preparing(connection: PoolConnection): MysqlPoolConnection {
   function query(sql: string, parameters: unknown[], callback?: Callback) {
     // Streams and statements without values gain nothing from preparing.
     if (!callback) return connection.query(sql, parameters);
-    if (parameters.length === 0) return asText(sql, parameters, callback);
+    if (parameters.length === 0 || parameters.length > MAX_PREPARED_PARAMETERS) return asText(sql, parameters, callback);
     try {
       connection.execute(sql, parameters as never, ((error: { errno?: number } | null, result: MysqlQueryResult) => {
         if (error && error.errno !== undefined && CANNOT_PREPARE.has(error.errno)) asText(sql, parameters, callback);
