@@ -74,8 +74,8 @@ export const mysqlBackend: StoreBackend = {
       enableKeepAlive: true,
       connectTimeout: 5000,
       // The acknowledgement path's statements come in one shape per batch size, and only small ones
-      // are prepared (see prepared-pool.ts): they all stay prepared, and ten connections hold at most
-      // 320 of the server's 16,382 by default.
+      // are prepared (see prepared-pool.ts), so the few shapes in use stay prepared; ten connections
+      // hold at most 320 of the server's 16,382 by default.
       ...(preparedStatements ? { maxPreparedStatements: 32 } : {}),
     });
     // READ COMMITTED: a batch of events in one transaction must see rows committed after its first
