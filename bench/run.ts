@@ -222,9 +222,10 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
         sustained = await measuredStep(settings, spec, database, target, 'paced', settings.durationSec, settings.sustainedRate);
         console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(spec, sustained)}`);
       }
+      // Before saturation, whose backlog can outlast the drain timeout: the flood then meets a settled service.
+      const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
       const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
       console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(spec, saturation)}`);
-      const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
       return { target: spec.name, repetition, paced, sustained, saturation, flood, peakRssMb: target.peakRssMb() };
     });
   });
