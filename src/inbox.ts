@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config.js';
@@ -18,7 +17,11 @@ export interface ReceiveResult {
   eventId: string;
 }
 
-const INLINE_POLL_MS = 25;
+/**
+ * How long an inline request whose claim was refused waits between looks at its event when no attempt
+ * in this process ends first: the attempt may run in another process, which only the store shows.
+ */
+const INLINE_POLL_MS = 100;
 
 /** Background work that runs wherever the workers run (the outbox dispatcher). */
 export interface BackgroundComponent {
@@ -99,8 +102,10 @@ export class Inbox {
       throw new ProcessingPendingError(`processing failed and will be retried: ${attempt.error}`);
     }
 
-    for (let waited = 0; waited < this.settings.inlineWaitMs; waited += INLINE_POLL_MS) {
-      await sleep(INLINE_POLL_MS);
+    const deadline = performance.now() + this.settings.inlineWaitMs;
+    for (let left = this.settings.inlineWaitMs; left > 0; left = deadline - performance.now()) {
+      // An attempt running here says when it ends; one elsewhere only shows in the store.
+      await this.processor.attemptEnded(recorded.id, this.processor.isAttempting(recorded.id) ? left : Math.min(INLINE_POLL_MS, left));
       const state = await this.store.eventState(recorded.id);
       if (state?.status === 'processed' || (state?.status === 'failed' && state.nextAttemptAt === null)) return;
       if (state?.status === 'failed') throw new ProcessingPendingError('processing failed and will be retried');

@@ -40,6 +40,8 @@ export interface ProcessorOptions {
 export class Processor {
   /** Leases held right now, with what stops their handlers, so a shutdown can hand them back. */
   private readonly inFlight = new Map<number, { lease: Lease; interrupt: AbortController }>();
+  /** Who waits for an attempt on an event to end in this process, by event id. */
+  private readonly attemptWaiters = new Map<number, Set<() => void>>();
 
   constructor(private readonly options: ProcessorOptions) {}
 
@@ -75,8 +77,35 @@ export class Processor {
           attempt.retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left',
         );
     }
+    for (const wake of [...(this.attemptWaiters.get(id) ?? [])]) wake();
     if (attempt.result !== 'lease_lost') await this.handOff(lease);
     return attempt;
+  }
+
+  /** Whether an attempt on event `id` is running in this process right now. */
+  isAttempting(id: number): boolean {
+    return this.inFlight.has(id);
+  }
+
+  /**
+   * Resolves when an attempt on event `id` ends in this process (its outcome is then in the store), or
+   * after `timeoutMs`, whichever comes first. Lets a caller whose claim was refused (inline mode) look
+   * at the event once it may have changed, instead of reading it over and over.
+   */
+  attemptEnded(id: number, timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      let waiters = this.attemptWaiters.get(id);
+      if (!waiters) this.attemptWaiters.set(id, (waiters = new Set()));
+      const waiting = waiters;
+      const wake = () => {
+        clearTimeout(timer);
+        waiting.delete(wake);
+        if (waiting.size === 0 && this.attemptWaiters.get(id) === waiting) this.attemptWaiters.delete(id);
+        resolve();
+      };
+      const timer = setTimeout(wake, timeoutMs);
+      waiting.add(wake);
+    });
   }
 
   /**

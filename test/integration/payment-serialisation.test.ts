@@ -118,3 +118,39 @@ describe('inline mode: an event that waited for its payment is handed on at once
     assert.deepEqual(rows.map((r) => r.status), LIFECYCLE.map(() => 'processed'));
   });
 });
+
+describe('inline mode: a duplicate waits for the attempt running in its process, without polling the store', { skip: 'skip' in database && database.skip }, () => {
+  let server: Harness;
+  let attempts = 0;
+  const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
+  const standard = paymentApplier({ providers, handlers: coursePlatform, clock: systemClock });
+  const slowApply: EventApplier = async (tx, event, signal, batch) => {
+    attempts++;
+    await sleep(600);
+    return standard(tx, event, signal, batch);
+  };
+
+  before(async () => {
+    server = await Harness.start((database as TestDatabase).url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply: slowApply });
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  test('both copies are answered 200 after one attempt, the waiting one reading the event at most twice', async () => {
+    const store = server.inbox.store;
+    const eventState = store.eventState.bind(store);
+    let reads = 0;
+    store.eventState = (id) => {
+      reads++;
+      return eventState(id);
+    };
+    const delivery = stripeDelivery(stripePaymentEvent('evt_inline_duplicate', 'payment_intent.succeeded', 'pi_inline_duplicate', { userId: 'u_dup', courseId: 'c_dup' }));
+    const responses = await Promise.all([server.post(delivery), server.post(delivery)]);
+    assert.deepEqual(responses.map((r) => r.status), [200, 200]);
+    assert.equal(attempts, 1);
+    // Reading every 100 ms through the 600 ms attempt would be six reads.
+    assert.ok(reads >= 1 && reads <= 2, `the waiting copy read the event ${reads} times`);
+    assert.equal((await store.findEvent('stripe', 'evt_inline_duplicate'))?.status, 'processed');
+  });
+});

@@ -67,3 +67,29 @@ test('a handler that finished in time is never aborted afterwards: the expiry ti
   await sleep(100);
   assert.equal(seen?.aborted, false);
 });
+
+test('the end of an attempt wakes whoever waits on that event, and only them', async () => {
+  let finish!: () => void;
+  const worker = processor(5_000, () => new Promise<string>((resolve) => (finish = () => resolve('applied'))));
+  const attempt = worker.process(3);
+  let woken = false;
+  const waiting = worker.attemptEnded(3, 10_000).then(() => (woken = true));
+  let otherWoken = false;
+  const other = worker.attemptEnded(4, 200).then(() => (otherWoken = true));
+  await sleep(50);
+  assert.equal(woken, false, 'still waiting while the attempt runs');
+  finish();
+  await attempt;
+  await waiting;
+  assert.equal(woken, true);
+  assert.equal(otherWoken, false, 'a waiter on another event is not woken');
+  const started = Date.now();
+  await other;
+  assert.ok(Date.now() - started >= 100, 'it ends with its own timeout');
+});
+
+test('a wait with no attempt ending resolves after its timeout', async () => {
+  const started = Date.now();
+  await processor(5_000, async () => 'applied').attemptEnded(5, 80);
+  assert.ok(Date.now() - started >= 70, `resolved after ${Date.now() - started} ms`);
+});
