@@ -94,9 +94,8 @@ export class Processor {
    */
   attemptEnded(id: number, timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
-      let waiters = this.attemptWaiters.get(id);
-      if (!waiters) this.attemptWaiters.set(id, (waiters = new Set()));
-      const waiting = waiters;
+      const waiting = this.attemptWaiters.get(id) ?? new Set();
+      this.attemptWaiters.set(id, waiting);
       const wake = () => {
         clearTimeout(timer);
         waiting.delete(wake);
