@@ -18,13 +18,13 @@ const PAYMENTS = 8;
 const LIFECYCLE = ['payment_intent.created', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded', 'charge.succeeded'];
 
 /**
- * The standard applier, slowed down, recording how many events of each payment run at the same
- * moment. It observes before the business writes: once those start, the payments row lock would
- * serialise them anyway; the payment lease keeps the whole processing apart.
+ * The standard applier, slowed down by `delayMs`, recording how many attempts ran and how many events
+ * of each payment run at the same moment. It observes before the business writes: once those start,
+ * the payments row lock would serialise them anyway; the payment lease keeps the whole processing apart.
  */
-function observingApplier(clock: Clock) {
+function observingApplier(clock: Clock, delayMs = 25) {
   const running = new Map<string, number>();
-  const seen = { perPayment: 0, overall: 0, active: 0 };
+  const seen = { perPayment: 0, overall: 0, active: 0, attempts: 0 };
   const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
   const apply = paymentApplier({ providers, handlers: coursePlatform, clock });
   const observed: EventApplier = async (tx, event, signal, batch) => {
@@ -32,10 +32,11 @@ function observingApplier(clock: Clock) {
     const now = (running.get(payment) ?? 0) + 1;
     running.set(payment, now);
     seen.active++;
+    seen.attempts++;
     seen.perPayment = Math.max(seen.perPayment, now);
     seen.overall = Math.max(seen.overall, seen.active);
     try {
-      await sleep(25);
+      await sleep(delayMs);
       return await apply(tx, event, signal, batch);
     } finally {
       running.set(payment, running.get(payment)! - 1);
@@ -121,17 +122,10 @@ describe('inline mode: an event that waited for its payment is handed on at once
 
 describe('inline mode: a duplicate waits for the attempt running in its process, without polling the store', { skip: 'skip' in database && database.skip }, () => {
   let server: Harness;
-  let attempts = 0;
-  const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
-  const standard = paymentApplier({ providers, handlers: coursePlatform, clock: systemClock });
-  const slowApply: EventApplier = async (tx, event, signal, batch) => {
-    attempts++;
-    await sleep(600);
-    return standard(tx, event, signal, batch);
-  };
+  const { seen, apply } = observingApplier(systemClock, 600);
 
   before(async () => {
-    server = await Harness.start((database as TestDatabase).url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply: slowApply });
+    server = await Harness.start((database as TestDatabase).url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply });
   });
   after(async () => {
     await server?.close();
@@ -148,7 +142,7 @@ describe('inline mode: a duplicate waits for the attempt running in its process,
     const delivery = stripeDelivery(stripePaymentEvent('evt_inline_duplicate', 'payment_intent.succeeded', 'pi_inline_duplicate', { userId: 'u_dup', courseId: 'c_dup' }));
     const responses = await Promise.all([server.post(delivery), server.post(delivery)]);
     assert.deepEqual(responses.map((r) => r.status), [200, 200]);
-    assert.equal(attempts, 1);
+    assert.equal(seen.attempts, 1);
     // Reading every 100 ms through the 600 ms attempt would be six reads.
     assert.ok(reads >= 1 && reads <= 2, `the waiting copy read the event ${reads} times`);
     assert.equal((await store.findEvent('stripe', 'evt_inline_duplicate'))?.status, 'processed');
