@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
@@ -47,15 +47,23 @@ const list = (parse: (item: string) => number | string) => (value: string) =>
     if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
     return parsed;
   });
-const atLeast = (min: number) => (value: string) => {
+const numberWhere = (accepts: (n: number) => boolean, wanted: string) => (value: string) => {
   const parsed = Number(value);
-  if (!(Number.isFinite(parsed) && parsed >= min && value.trim() !== '')) throw new InvalidArgumentError(`"${value}" must be a number >= ${min}`);
+  if (!(Number.isFinite(parsed) && accepts(parsed) && value.trim() !== '')) throw new InvalidArgumentError(`"${value}" must be ${wanted}`);
   return parsed;
 };
-const positive = atLeast(Number.MIN_VALUE);
+const atLeast = (min: number) => numberWhere((n) => n >= min, `a number >= ${min}`);
+const positive = numberWhere((n) => n > 0, 'a number > 0');
+const count = numberWhere((n) => Number.isInteger(n) && n > 0, 'a whole number > 0');
 const targetName = (name: string) => {
   if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
   return name;
+};
+
+const environmentPair = (pair: string, previous: Record<string, string>) => {
+  const [key, ...value] = pair.split('=');
+  if (!key || value.length === 0) throw new InvalidArgumentError(`takes KEY=VALUE (got "${pair}")`);
+  return { ...previous, [key]: value.join('=') };
 };
 
 export function parseSettings(argv: string[]): BenchSettings {
@@ -69,15 +77,15 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
     .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
     .option('--flood <rate>', 'valid deliveries/s sent while forged ones come at saturation (background target; full and quick: 250); 0 skips it', atLeast(0))
-    .option('--connections <n>', 'concurrent connections of the load generator', positive, 64)
-    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positive)
+    .option('--connections <n>', 'concurrent connections of the load generator', count, 64)
+    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', count)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
     .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
     .option('--db-latency <ms>', 'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)', atLeast(0), 0)
-    .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8')
+    .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8', environmentPair, {})
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
     .option('--profile <dir>', 'write --cpu-prof profiles of each target process, each with a flame graph beside it (.svg; summarise with bench/profile-summary.ts)')
     .exitOverride()
@@ -102,11 +110,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     drainTimeoutSec: pick(o.drainTimeout, 120, 20),
     mysqlUrl: o.mysqlUrl as string,
     dbLatencyMs: o.dbLatency as number,
-    serviceEnv: Object.fromEntries(((o.serviceEnv as string[] | undefined) ?? []).map((pair) => {
-      const [key, ...value] = pair.split('=');
-      if (!key || value.length === 0) throw new InvalidArgumentError(`--service-env takes KEY=VALUE (got "${pair}")`);
-      return [key, value.join('=')];
-    })),
+    serviceEnv: o.serviceEnv as Record<string, string>,
     out: resolve(o.out as string),
     profileDir: o.profile ? resolve(o.profile as string) : null,
   };
@@ -306,8 +310,18 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
   }
 }
 
+function settingsOrExit(argv: string[]): BenchSettings {
+  try {
+    return parseSettings(argv);
+  } catch (error) {
+    // Commander has already printed the help or the error; a stack trace would only bury it.
+    if (error instanceof CommanderError) process.exit(error.exitCode);
+    throw error;
+  }
+}
+
 if (process.argv[1] === import.meta.filename) {
-  const settings = parseSettings(process.argv.slice(2));
+  const settings = settingsOrExit(process.argv.slice(2));
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       console.error(`\n${signal}: stopping targets and dropping the bench databases`);
