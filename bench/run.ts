@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
+import { positiveIntegerOption } from '../src/cli/context.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { startLatencyProxy } from './latency-proxy.js';
@@ -54,7 +55,6 @@ const numberWhere = (accepts: (n: number) => boolean, wanted: string) => (value:
 };
 const atLeast = (min: number) => numberWhere((n) => n >= min, `a number >= ${min}`);
 const positive = numberWhere((n) => n > 0, 'a number > 0');
-const count = numberWhere((n) => Number.isInteger(n) && n > 0, 'a whole number > 0');
 const targetName = (name: string) => {
   if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
   return name;
@@ -77,8 +77,8 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
     .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
     .option('--flood <rate>', 'valid deliveries/s sent while forged ones come at saturation (background target; full and quick: 250); 0 skips it', atLeast(0))
-    .option('--connections <n>', 'concurrent connections of the load generator', count, 64)
-    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', count)
+    .option('--connections <n>', 'concurrent connections of the load generator', positiveIntegerOption, 64)
+    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positiveIntegerOption)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
     .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 6000)

@@ -58,10 +58,15 @@ export function timeOption(value: string): Date {
   }
 }
 
-export function positiveIntegerOption(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1_000_000) throw new InvalidArgumentError('expected a whole number from 1 to 1000000');
-  return Number(value);
+/** A whole number from 1 to `max`: a count, a limit or a row id. */
+export function wholeNumberOption(max: number): (value: string) => number {
+  return (value) => {
+    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > max) throw new InvalidArgumentError(`expected a whole number from 1 to ${max}`);
+    return Number(value);
+  };
 }
+
+export const positiveIntegerOption = wholeNumberOption(1_000_000);
 
 export function choiceOption<T extends string>(choices: readonly T[]): (value: string) => T {
   return (value) => {

@@ -1,9 +1,10 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { systemClock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry } from '../../outbox/outbox-store.js';
 import type { OutboxStatus } from '../../store/schema.js';
 import { openStore } from '../../store/open-store.js';
+import { positiveIntegerOption, wholeNumberOption } from '../context.js';
 
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
@@ -14,11 +15,6 @@ async function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promi
   } finally {
     await store.close();
   }
-}
-
-function positiveInteger(value: string): number {
-  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError('expected a positive whole number');
-  return Number(value);
 }
 
 /** One line per row: the key and status first, then what an operator needs to decide. */
@@ -42,7 +38,7 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
     .command('list')
     .description('list outbox rows, newest first')
     .addOption(new Option('--status <status>', 'only rows in this status').choices(STATUSES))
-    .option('--limit <n>', 'at most this many rows', positiveInteger, 50)
+    .option('--limit <n>', 'at most this many rows', positiveIntegerOption, 50)
     .option('--json', 'print JSON')
     .action(async (options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
       const entries = await withOutbox(loadConfig(), (store) => store.list({ status: options.status, limit: options.limit }));
@@ -54,7 +50,7 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
   const retry = outbox
     .command('retry')
     .description('make a failed or skipped row due again (same idempotency key, fresh attempts): one by id, or all with --status')
-    .argument('[id]', 'outbox row id', positiveInteger)
+    .argument('[id]', 'outbox row id', wholeNumberOption(Number.MAX_SAFE_INTEGER))
     .addOption(new Option('--status <status>', 'every row in this status').choices(RETRYABLE))
     .action(async (id: number | undefined, options: { status?: OutboxStatus }) => {
       if ((id === undefined) === (options.status === undefined)) {
