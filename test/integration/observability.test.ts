@@ -68,8 +68,13 @@ for (const backend of STORE_BACKENDS) {
       return (metricValue(after, name, labels) ?? 0) - (metricValue(before, name, labels) ?? 0);
     }
 
+    /**
+     * The attempt's commit is visible before its worker records metrics, so "settled" is the worker's
+     * log line of the outcome, written after its metrics.
+     */
     async function settled(provider: string, eventId: string, status: 'processed' | 'failed') {
       await harness.waitFor(`${eventId} ${status}`, async () => (await harness.inbox.store.findEvent(provider, eventId))?.status === status);
+      await harness.waitFor(`${eventId} ${status} logged`, async () => logLines.some((l) => l.eventId === eventId && l.status === status));
     }
 
     test('a valid delivery, a duplicate, a forged one, a stale event and failed processing each move their metrics', async () => {
