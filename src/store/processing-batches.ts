@@ -49,19 +49,28 @@ export function wherePayments(payments: PaymentRef[]) {
  */
 export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Map<number, ClaimedEvent>> {
   const nowDb = toDbTime(now);
-  const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute();
-  const candidates = new Map<string, EventRow>();
-  for (const row of rows.filter((r) => isDue(r, nowDb)).sort((a, b) => a.id - b.id)) {
+  // Each event with its payment's lease as committed now: an event whose payment is held is left out
+  // here, at no cost, instead of being refused by the transaction. Whoever holds the payment hands it
+  // on when done; the transaction still decides for the events that look free.
+  const rows = await db
+    .selectFrom('webhook_events as e')
+    .leftJoin('payment_leases as l', (join) => join.onRef('l.provider', '=', 'e.provider').onRef('l.payment_id', '=', 'e.payment_id'))
+    .selectAll('e')
+    .select(['l.id as payment_lease_row', 'l.lease_expires_at as payment_held_until'])
+    .where('e.id', 'in', ids)
+    .execute();
+  const candidates = new Map<string, (typeof rows)[number]>();
+  for (const row of rows.filter((r) => isDue(r, nowDb) && !(r.payment_held_until !== null && r.payment_held_until > nowDb)).sort((a, b) => a.id - b.id)) {
     // One event per payment: the others wait for it, as they would for another worker.
     const key = row.payment_id === null ? `event\u0000${row.id}` : paymentKey(row.provider, row.payment_id);
     if (!candidates.has(key)) candidates.set(key, row);
   }
   if (candidates.size === 0) return new Map();
-  const payments = [...candidates.values()].map(paymentOf).filter((p): p is PaymentRef => p !== null);
+  const unseenPayments = [...candidates.values()].filter((row) => row.payment_lease_row === null).map(paymentOf).filter((p): p is PaymentRef => p !== null);
   // Created before the transaction, on their own: an INSERT IGNORE that meets an existing row takes a
   // shared lock, and two claims each holding one while waiting to update the row would deadlock.
-  if (payments.length > 0) {
-    await db.insertInto('payment_leases').orIgnore().values(payments.map((p) => ({ provider: p.provider, payment_id: p.paymentId }))).execute();
+  if (unseenPayments.length > 0) {
+    await db.insertInto('payment_leases').orIgnore().values(unseenPayments.map((p) => ({ provider: p.provider, payment_id: p.paymentId }))).execute();
   }
   return db.transaction().execute((tx) => leaseEvents(tx, [...candidates.values()], owner, leaseMs, now));
 }
@@ -153,9 +162,8 @@ async function takeNextEvents(tx: BusinessTransaction, requests: CompletionReque
   const handovers = requests.filter((r): r is CompletionRequest & { lease: { payment: PaymentRef }; nextLeaseMs: number } => r.lease.payment !== null && r.nextLeaseMs !== null);
   if (handovers.length === 0) return new Map();
   const nowDb = toDbTime(now);
-  const next = await nextDueEvents(tx, handovers.map((r) => r.lease.payment), nowDb);
-  if (next.size === 0) return new Map();
-  const rows = await tx.selectFrom('webhook_events').selectAll().where('id', 'in', [...next.values()]).execute();
+  const rows = await tx.selectFrom('webhook_events').selectAll().where('id', 'in', nextDueIds(tx, handovers.map((r) => r.lease.payment), nowDb)).execute();
+  if (rows.length === 0) return new Map();
   const taken = new Map<string, ClaimedEvent>();
   // One lease per owner and lease time, as claims are (a store may serve several processors in tests).
   for (const group of groupBy(handovers, (r) => `${r.lease.owner}\u0000${r.nextLeaseMs}`).values()) {
@@ -276,14 +284,18 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
   if (Number(fenced.numUpdatedRows) !== leases.length) throw new LeaseLostError(leases[0]!.id);
 }
 
-/** For each payment, its event due the longest (one that waited while another held the payment). */
-export async function nextDueEvents(db: Kysely<InboxDatabase>, payments: PaymentRef[], now: DbTime): Promise<Map<string, number>> {
-  const rows = await db
+/** For each payment, the id of its event due the longest (one that waited while another held the payment). */
+function nextDueIds(db: Kysely<InboxDatabase>, payments: PaymentRef[], now: DbTime) {
+  return db
     .selectFrom('webhook_events')
-    .select((eb) => ['provider', 'payment_id', eb.fn.min('id').as('id')])
+    .select((eb) => eb.fn.min('id').as('id'))
     .where(wherePayments(payments))
     .where('next_attempt_at', '<=', now)
-    .groupBy(['provider', 'payment_id'])
-    .execute();
+    .groupBy(['provider', 'payment_id']);
+}
+
+/** nextDueIds, by payment key. */
+export async function nextDueEvents(db: Kysely<InboxDatabase>, payments: PaymentRef[], now: DbTime): Promise<Map<string, number>> {
+  const rows = await nextDueIds(db, payments, now).select(['provider', 'payment_id']).execute();
   return new Map(rows.map((row) => [paymentKey(row.provider, row.payment_id!), Number(row.id)]));
 }
