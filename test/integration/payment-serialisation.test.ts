@@ -148,3 +148,44 @@ describe('inline mode: a duplicate waits for the attempt running in its process,
     assert.equal((await store.findEvent('stripe', 'evt_inline_duplicate'))?.status, 'processed');
   });
 });
+
+describe("background mode: a payment's waiting events follow one another on the worker that freed it", { skip: 'skip' in database && database.skip }, () => {
+  let server: Harness;
+  const { seen, apply } = observingApplier(systemClock, 300);
+
+  before(async () => {
+    // No sweeper within the test: what runs the waiting events is the hand-over or the hand-off.
+    server = await Harness.start((database as TestDatabase).url, { SWEEP_INTERVAL_MS: '3600000' }, { apply });
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  test('events delivered while the first runs are leased with the commit of the one before, in order, with no claim of their own', async () => {
+    const store = server.inbox.store;
+    const claimOf = store.claim.bind(store);
+    const claimed: string[] = [];
+    store.claim = async (...args) => {
+      const result = await claimOf(...args);
+      if (result) claimed.push(result.event.eventId);
+      return result;
+    };
+    const types = LIFECYCLE.slice(1);
+    const delivery = (type: string) => stripeDelivery(stripePaymentEvent(`evt_chain_${type}`, type, 'pi_chain', { userId: 'u_chain', courseId: 'c_chain' }));
+    assert.equal((await server.post(delivery(types[0]!))).status, 200);
+    await server.waitFor('the first event running', async () => seen.active > 0);
+    for (const type of types.slice(1)) assert.equal((await server.post(delivery(type))).status, 200);
+
+    const chainRows = () => server.db.selectFrom('webhook_events').select(['event_id', 'status', 'processed_at', 'attempts']).where('event_id', 'like', 'evt_chain_%').orderBy('id').execute();
+    await server.waitFor('the three events processed', async () => (await chainRows()).filter((row) => row.status === 'processed').length === types.length);
+    assert.deepEqual(claimed, [`evt_chain_${types[0]}`], 'the later events were never claimed: each came with a commit');
+    const rows = await chainRows();
+    assert.deepEqual(rows.map((r) => r.event_id), types.map((type) => `evt_chain_${type}`));
+    assert.ok(rows.every((row, i) => i === 0 || row.processed_at! > rows[i - 1]!.processed_at!), 'processed in the order received');
+    assert.ok(rows.every((row) => row.attempts === 1));
+    assert.equal(seen.perPayment, 1);
+    assert.deepEqual(await paymentEffects(server.db, 'pi_chain'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+    const lease = await server.db.selectFrom('payment_leases').select('lease_token').where('payment_id', '=', 'pi_chain').executeTakeFirstOrThrow();
+    assert.equal(lease.lease_token, null, 'the last one released the payment');
+  });
+});
