@@ -68,7 +68,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
     // process's workers.
     handOff: (id) => pool.enqueue(id),
   });
-  const pool = new WorkerPool((id) => processor.process(id, { chain: true }), processing.concurrency, logger);
+  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
   const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);

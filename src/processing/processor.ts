@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { EventApplier } from '../domain/handlers.js';
 import { LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
-import type { ClaimedEvent, CompletionWork, InboxEvent, InboxStore, Lease } from '../store/store.js';
+import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 export type ProcessResult =
@@ -45,30 +45,19 @@ export class Processor {
 
   constructor(private readonly options: ProcessorOptions) {}
 
-  /**
-   * With `chain`, the completion also leases the payment's next due event (see
-   * InboxStore.completeFenced), which runs here next, and so on; the result is still this event's.
-   * Workers chain; an inline request does not, as its answer would wait for other deliveries' events.
-   */
-  async process(id: number, { chain = false }: { chain?: boolean } = {}): Promise<ProcessResult> {
-    const { store, owner, leaseMs } = this.options;
+  async process(id: number): Promise<ProcessResult> {
+    const { store, owner, leaseMs, logger, clock, metrics } = this.options;
     const claimed = await store.claim(id, owner, leaseMs);
     if (!claimed) return { result: 'not_claimed' };
-    const first = await this.run(claimed, chain);
-    for (let next = first.next; next; ) next = (await this.run(next, true)).next;
-    return first.attempt;
-  }
-
-  private async run({ lease, event, takeover }: ClaimedEvent, chain: boolean): Promise<{ attempt: AttemptOutcome; next: ClaimedEvent | null }> {
-    const { logger, clock, metrics } = this.options;
+    const { lease, event } = claimed;
     const log = logger.child({ provider: event.provider, eventId: event.eventId, eventType: event.eventType, attempt: lease.attempts });
-    if (takeover) {
+    if (claimed.takeover) {
       metrics.leaseTakenOver(event.provider);
       log.warn('took over an event whose lease had expired');
     }
 
     const started = clock.now().getTime();
-    const { attempt, next } = await this.attempt(lease, event, log, chain);
+    const attempt = await this.attempt(lease, event, log);
     const processingMs = clock.now().getTime() - started;
     const result: AttemptResult = attempt.result === 'failed' && attempt.retryAt ? 'retry_scheduled' : attempt.result;
     metrics.attemptFinished({ provider: event.provider, result, attempt: lease.attempts, seconds: processingMs / 1000 });
@@ -88,10 +77,9 @@ export class Processor {
           attempt.retryAt ? 'event processing failed; will retry' : 'event processing failed; no automatic retry left',
         );
     }
-    for (const wake of [...(this.attemptWaiters.get(event.id) ?? [])]) wake();
-    // A payment handed over with the commit goes on here; otherwise its next event, if one is waiting, goes to a worker.
-    if (!next && attempt.result !== 'lease_lost') await this.handOff(lease);
-    return { attempt, next };
+    for (const wake of [...(this.attemptWaiters.get(id) ?? [])]) wake();
+    if (attempt.result !== 'lease_lost') await this.handOff(lease);
+    return attempt;
   }
 
   /** Whether an attempt on event `id` is running in this process right now. */
@@ -145,10 +133,10 @@ export class Processor {
     if (next !== null) handOff(next);
   }
 
-  private async attempt(lease: Lease, event: InboxEvent, log: Logger, chain: boolean): Promise<{ attempt: AttemptOutcome; next: ClaimedEvent | null }> {
+  private async attempt(lease: Lease, event: InboxEvent, log: Logger): Promise<AttemptOutcome> {
     if (lease.attempts > this.options.retry.maxAttempts) {
       // Earlier attempts ended without a verdict (the worker died holding the lease): stop here.
-      return { attempt: await this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log), next: null };
+      return this.recordFailure(lease, `gave up after ${lease.attempts - 1} attempts without completion`, null, log);
     }
     // One controller for both ends (lease expiry, shutdown): AbortSignal.timeout plus AbortSignal.any
     // cost two signals and a timer that outlives the attempt, per event.
@@ -159,13 +147,12 @@ export class Processor {
     );
     this.inFlight.set(lease.id, { lease, interrupt });
     try {
-      const work: CompletionWork = (tx, batch) => this.options.apply(tx, event, interrupt.signal, batch);
-      const { outcome, next } = await this.options.store.completeFenced(lease, work, chain ? this.options.leaseMs : undefined);
-      return { attempt: { result: 'processed', outcome }, next };
+      const outcome = await this.options.store.completeFenced(lease, (tx, batch) => this.options.apply(tx, event, interrupt.signal, batch));
+      return { result: 'processed', outcome };
     } catch (error) {
-      if (error instanceof LeaseLostError) return { attempt: { result: 'lease_lost' }, next: null };
+      if (error instanceof LeaseLostError) return { result: 'lease_lost' };
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      return { attempt: await this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log), next: null };
+      return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
     } finally {
       clearTimeout(expiry);
       this.inFlight.delete(lease.id);

@@ -9,9 +9,9 @@ import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSour
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
-import { claimBatch, completeAlone, completeBatch, nextDueEvents, paymentKey, type CompletionRequest } from './processing-batches.js';
+import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, TransactionBatch, type CompletionRequest } from './processing-batches.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { ClaimedEvent, Completion, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
+import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
@@ -51,7 +51,7 @@ export class KyselyInboxStore implements InboxStore {
   private readonly records: Batcher<RecordRequest, RecordResult>;
   /** The workers' side, batched the same way (see processing-batches.ts). */
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
-  private readonly completions: Batcher<CompletionRequest, Completion>;
+  private readonly completions: Batcher<CompletionRequest, string>;
   private readonly handOffs: Batcher<PaymentRef, number | null>;
   /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
   private insertReturns: Promise<boolean> | undefined;
@@ -198,23 +198,34 @@ export class KyselyInboxStore implements InboxStore {
     return this.claims.submit({ id, owner, leaseMs });
   }
 
-  completeFenced(lease: Lease, work: CompletionWork, nextLeaseMs?: number): Promise<Completion> {
-    return this.completions.submit({ lease, work, nextLeaseMs: nextLeaseMs ?? null });
+  completeFenced(lease: Lease, work: CompletionWork): Promise<string> {
+    return this.completions.submit({ lease, work });
   }
 
-  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<Completion>>> {
-    const now = () => this.clock.now();
+  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
     if (requests.length > 1) {
       try {
-        const completions = await this.withConflictRetries(() => completeBatch(this.db, requests, now));
-        if (completions) return completions.map((value) => ({ status: 'fulfilled', value }));
+        const outcomes = await this.withConflictRetries(() => completeBatch(this.db, requests, () => this.clock.now()));
+        if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
       } catch (error) {
         if (this.dialect.isUnavailable(error)) throw this.translate(error);
       }
     }
     // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
     // failure or a lost lease stays with its event.
-    return Promise.allSettled(requests.map((request) => this.withConflictRetries(() => completeAlone(this.db, request, now))));
+    return Promise.allSettled(requests.map((request) => this.completeOne(request)));
+  }
+
+  private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
+    return this.withConflictRetries(() =>
+      this.db.transaction().execute(async (tx) => {
+        const batch = TransactionBatch.of([lease]);
+        const outcome = await work(tx, batch);
+        await batch.writeDeferred(tx);
+        await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
+        return outcome;
+      }),
+    );
   }
 
   async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {

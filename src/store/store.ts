@@ -40,12 +40,6 @@ export interface ClaimedEvent {
   takeover: boolean;
 }
 
-/** A committed completion: the work's outcome, and the payment's next event if it was leased with it. */
-export interface Completion {
-  outcome: string;
-  next: ClaimedEvent | null;
-}
-
 export interface EventState {
   id: number;
   provider: string;
@@ -117,10 +111,8 @@ export interface InboxStore {
   /**
    * Runs `work` and marks the event processed in ONE transaction. The lease is checked by the same
    * transaction just before commit; a lost or expired lease throws LeaseLostError and rolls back.
-   * With `nextLeaseMs`, the same transaction also leases the payment's next due event, if any, to the
-   * lease's owner for that long (`next`): the caller then runs it without claiming it.
    */
-  completeFenced(lease: Lease, work: CompletionWork, nextLeaseMs?: number): Promise<Completion>;
+  completeFenced(lease: Lease, work: CompletionWork): Promise<string>;
 
   /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;

@@ -15,7 +15,7 @@ function oneEventStore(leaseMs: number) {
       const event = { id, provider: 'stripe' as const, eventId: `evt_${id}`, eventType: 'test', payload: {}, headers: {}, attempts: 1, createdAt: new Date() };
       return { lease, event, takeover: false };
     },
-    completeFenced: async (_lease: Lease, work: (tx: BusinessTransaction) => Promise<string>) => ({ outcome: await work({} as BusinessTransaction), next: null }),
+    completeFenced: (_lease: Lease, work: (tx: BusinessTransaction) => Promise<string>) => work({} as BusinessTransaction),
     async fail() {
       return true;
     },
