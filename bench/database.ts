@@ -69,6 +69,12 @@ export interface ProcessingStats {
   keepUp: number;
   /** received -> processed, for the events recorded in the window. */
   lagMs: Percentiles;
+  /**
+   * lagMs of the events about a payment, by their place among that payment's events in the window:
+   * the first, the second, the third and later. A later event that arrives while an earlier one is
+   * processed waits for it (one event of a payment at a time), which is where a lag's tail comes from.
+   */
+  lagByPaymentRankMs: [Percentiles, Percentiles, Percentiles];
   /** Events of the window still not processed when the drain wait ended. */
   unprocessed: number;
   /** From the end of the load until every event and every outbox effect was done; null when the drain wait ran out. */
@@ -96,14 +102,31 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
   const from = toDbTime(new Date(startedAt));
   const to = toDbTime(new Date(finishedAt));
   const seconds = (finishedAt - startedAt) / 1000;
-  const rows = await store.db.selectFrom('webhook_events').select(['created_at', 'processed_at']).where('created_at', '>=', from).where('created_at', '<=', to).execute();
+  const rows = await store.db
+    .selectFrom('webhook_events')
+    .select(['provider', 'payment_id', 'created_at', 'processed_at'])
+    .where('created_at', '>=', from)
+    .where('created_at', '<=', to)
+    .orderBy('id')
+    .execute();
   const processed = await store.db
     .selectFrom('webhook_events')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .where('processed_at', '>=', from)
     .where('processed_at', '<=', to)
     .executeTakeFirstOrThrow();
-  const lags = rows.filter((r) => r.processed_at !== null).map((r) => fromDbTime(r.processed_at!).getTime() - fromDbTime(r.created_at).getTime());
+  const lagOf = (row: (typeof rows)[number]) => (row.processed_at === null ? null : fromDbTime(row.processed_at).getTime() - fromDbTime(row.created_at).getTime());
+  const lags = rows.map(lagOf).filter((lag): lag is number => lag !== null);
+  const byRank: [number[], number[], number[]] = [[], [], []];
+  const seenOfPayment = new Map<string, number>();
+  for (const row of rows) {
+    if (row.payment_id === null) continue;
+    const payment = `${row.provider}\u0000${row.payment_id}`;
+    const rank = Math.min(seenOfPayment.get(payment) ?? 0, 2);
+    seenOfPayment.set(payment, rank + 1);
+    const lag = lagOf(row);
+    if (lag !== null) byRank[rank]!.push(lag);
+  }
   const processedPerSec = Number(processed.n) / seconds;
   const newPerSec = rows.length / seconds;
   return {
@@ -112,6 +135,7 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
     processedPerSec: round(processedPerSec),
     keepUp: rows.length === 0 ? 1 : round(processedPerSec / newPerSec, 3),
     lagMs: percentiles(lags),
+    lagByPaymentRankMs: [percentiles(byRank[0]), percentiles(byRank[1]), percentiles(byRank[2])],
     unprocessed: rows.length - lags.length,
     settledAfterMs: settledAt === null ? null : Math.max(0, settledAt - finishedAt),
   };

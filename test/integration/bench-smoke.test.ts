@@ -29,6 +29,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       '--warmup', '0',
       '--paced-duration', '1',
       '--rates', '50',
+      '--sustained', '50',
       '--flood', '50',
       '--connections', '4',
       // Through the latency proxy, so the remote-database setting runs end to end as well.
@@ -52,6 +53,9 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       assert.ok(processing.newEvents > 0);
       assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
       assert.ok(processing.settledAfterMs !== null && processing.settledAfterMs >= 0, `${run.target}: the time until all work was done is measured`);
+      const byRank = run.sustained!.processing!.lagByPaymentRankMs.map((lags) => lags.count);
+      assert.ok(byRank[0]! > 0 && byRank[1]! > 0, `${run.target}: payments' first and second events measured apart (${byRank.join(', ')})`);
+      assert.ok(byRank.reduce((a, b) => a + b) <= run.sustained!.processing!.lagMs.count, 'events about no payment are in no rank');
     }
     const [baseline, ceiling, background] = results.summary.targets;
     for (const target of [baseline!, background!]) assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: MariaDB's CPU per ack is measured (it runs on this machine)`);
@@ -69,6 +73,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+ \|.*\| [\d.]+ \/ [\d.]+; [\d.]+ \/ [\d.]+; /, 'the sustained step splits the lag by place in the payment');
 
     // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
     const logs = readdirSync(join(out, 'logs'));
