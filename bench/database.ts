@@ -5,6 +5,7 @@ import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
+import { paymentKey } from '../src/store/processing-batches.js';
 import { fromDbTime, toDbTime } from '../src/store/schema.js';
 import type { InboxStore } from '../src/store/store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
@@ -115,17 +116,17 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
     .where('processed_at', '>=', from)
     .where('processed_at', '<=', to)
     .executeTakeFirstOrThrow();
-  const lagOf = (row: (typeof rows)[number]) => (row.processed_at === null ? null : fromDbTime(row.processed_at).getTime() - fromDbTime(row.created_at).getTime());
-  const lags = rows.map(lagOf).filter((lag): lag is number => lag !== null);
+  const lags: number[] = [];
   const byRank: [number[], number[], number[]] = [[], [], []];
   const seenOfPayment = new Map<string, number>();
   for (const row of rows) {
-    if (row.payment_id === null) continue;
-    const payment = `${row.provider}\u0000${row.payment_id}`;
-    const rank = Math.min(seenOfPayment.get(payment) ?? 0, 2);
-    seenOfPayment.set(payment, rank + 1);
-    const lag = lagOf(row);
-    if (lag !== null) byRank[rank]!.push(lag);
+    const payment = row.payment_id === null ? null : paymentKey(row.provider, row.payment_id);
+    const rank = payment === null ? null : Math.min(seenOfPayment.get(payment) ?? 0, 2);
+    if (payment !== null) seenOfPayment.set(payment, rank! + 1);
+    if (row.processed_at === null) continue;
+    const lag = fromDbTime(row.processed_at).getTime() - fromDbTime(row.created_at).getTime();
+    lags.push(lag);
+    if (rank !== null) byRank[rank]!.push(lag);
   }
   const processedPerSec = Number(processed.n) / seconds;
   const newPerSec = rows.length / seconds;

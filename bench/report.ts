@@ -153,6 +153,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
     });
     const processing = processingOf(saturations);
     const sustainedSteps = own.map((r) => r.sustained).filter((s): s is Step => s !== null);
+    const sustainedProcessing = processingOf(sustainedSteps);
     const floods = own.map((r) => r.flood).filter((f): f is ForgedFlood => f !== null);
     return {
       target: name,
@@ -179,11 +180,11 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
               rate: settings.sustainedRate,
               acksPerSec: round(median(sustainedSteps.map((s) => s.load.acksPerSec)), 0),
               ackP99Ms: nullableMedian(sustainedSteps.map((s) => s.load.latencyMs.p99)),
-              processedPerSec: nullableMedian(processingOf(sustainedSteps).map((p) => p.processedPerSec)),
-              keepUp: nullableMedian(processingOf(sustainedSteps).map((p) => p.keepUp)),
-              lagMs: lagOf(processingOf(sustainedSteps).map((p) => p.lagMs)),
-              lagByPaymentRankMs: [0, 1, 2].map((rank) => lagOf(processingOf(sustainedSteps).map((p) => p.lagByPaymentRankMs[rank]!))),
-              settledAfterSec: settledOf(processingOf(sustainedSteps)),
+              processedPerSec: nullableMedian(sustainedProcessing.map((p) => p.processedPerSec)),
+              keepUp: nullableMedian(sustainedProcessing.map((p) => p.keepUp)),
+              lagMs: lagOf(sustainedProcessing.map((p) => p.lagMs)),
+              lagByPaymentRankMs: [0, 1, 2].map((rank) => lagOf(sustainedProcessing.map((p) => p.lagByPaymentRankMs[rank]!))),
+              settledAfterSec: settledOf(sustainedProcessing),
             },
       peakRssMb: Math.max(...own.map((r) => r.peakRssMb)),
       paced: settings.rates.map((rate, index) => {
@@ -270,6 +271,8 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
 }
 
 const cell = (value: number | null | undefined, unit = '') => (value === null || value === undefined ? '—' : `${value}${unit}`);
+/** A lag summary as a table cell: "p50 / p99", or — when nothing was processed. */
+const lagCell = (lag: { p50: number | null; p99: number | null } | null) => (lag ? `${cell(lag.p50)} / ${cell(lag.p99)}` : '—');
 
 function markdown(results: BenchResults): string {
   const { summary, machine, settings } = results;
@@ -287,7 +290,7 @@ function markdown(results: BenchResults): string {
     '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...summary.targets.map(
       (t) =>
-        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.databaseCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${t.lagMs ? `${cell(t.lagMs.p50)} / ${cell(t.lagMs.p99)}` : '—'} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
+        `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.databaseCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${lagCell(t.lagMs)} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
     ),
     '',
     'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks; database CPU per ack the same for the MariaDB server (— when it runs elsewhere, or for SQLite, which runs inside the service). non-2xx counts every measured step.',
@@ -337,8 +340,7 @@ function sustainedSection(results: BenchResults): string[] {
     '|---|---|---|---|---|---|---|---|',
     ...rows.map((t) => {
       const s = t.sustained!;
-      const lag = (l: { p50: number | null; p99: number | null } | null) => (l ? `${cell(l.p50)} / ${cell(l.p99)}` : '—');
-      return `| ${t.label} | ${s.acksPerSec} | ${cell(s.ackP99Ms)} | ${cell(s.processedPerSec)} | ${cell(s.keepUp)} | ${lag(s.lagMs)} | ${s.lagMs ? s.lagByPaymentRankMs.map(lag).join('; ') : '—'} | ${cell(s.settledAfterSec)} |`;
+      return `| ${t.label} | ${s.acksPerSec} | ${cell(s.ackP99Ms)} | ${cell(s.processedPerSec)} | ${cell(s.keepUp)} | ${lagCell(s.lagMs)} | ${s.lagMs ? s.lagByPaymentRankMs.map(lagCell).join('; ') : '—'} | ${cell(s.settledAfterSec)} |`;
     }),
     '',
     "One event of a payment is processed at a time, so a payment's later events wait for its earlier ones: their lag is the first event's and then some.",
