@@ -14,6 +14,11 @@ export interface BatcherOptions<Input, Output> {
   weight?: (input: Input) => number;
   maxWeight?: number;
   /**
+   * Rounds a batch's size down, to one of the sizes its statement is prepared for, say; the requests
+   * left over start the next batch. Returns between 1 and `size`.
+   */
+  shape?: (size: number) => number;
+  /**
    * Requests with the key of one already queued or running are not run again: they get that one's
    * result through `copy`, or its error, when it settles.
    */
@@ -79,7 +84,7 @@ export class Batcher<Input, Output> {
   }
 
   private takeBatch(): Array<Pending<Input, Output>> {
-    const { maxBatch, weight, maxWeight = Infinity } = this.options;
+    const { maxBatch, weight, maxWeight = Infinity, shape } = this.options;
     let size = 0;
     let total = 0;
     while (size < this.queue.length && size < maxBatch) {
@@ -87,7 +92,7 @@ export class Batcher<Input, Output> {
       size++;
       if (total >= maxWeight) break;
     }
-    return this.queue.splice(0, size);
+    return this.queue.splice(0, shape ? shape(size) : size);
   }
 
   private async run(batch: Array<Pending<Input, Output>>): Promise<void> {

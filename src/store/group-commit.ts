@@ -121,6 +121,18 @@ export function newEventsInsert(db: Kysely<InboxDatabase>) {
 export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
 
 /**
+ * The sizes a record batch takes: any up to 8 events, then powers of two and halfway between them
+ * (12, 16, 24, 32, 48, 64, 96, 128). Each size is one statement text, so a few shapes cover every
+ * batch and all of them stay prepared on the server; a batch of a size in between leaves its last
+ * events to the next one.
+ */
+export function recordBatchShape(size: number): number {
+  if (size <= 8) return size;
+  const power = 2 ** Math.floor(Math.log2(size));
+  return size >= power * 1.5 ? power * 1.5 : power;
+}
+
+/**
  * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
  * rows it inserted. An event it did not insert was stored already (or by a concurrent writer, whose
  * commit the insert waited for) or archived, and one more read finds its row.

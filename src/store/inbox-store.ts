@@ -5,7 +5,7 @@ import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import { compiledStatement } from './compiled-statement.js';
-import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
+import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, recordBatchShape, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
@@ -16,8 +16,11 @@ import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, Inb
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
 const RECORD_ATTEMPTS = 5;
-/** Events per group commit; bounded so one statement stays far below parameter and packet limits. */
-const MAX_RECORD_BATCH = 200;
+/**
+ * Events per group commit, the largest recordBatchShape; bounded so one statement stays far below
+ * parameter and packet limits.
+ */
+export const MAX_RECORD_BATCH = 128;
 const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
 /** Without RETURNING a batch is a transaction of five round trips, worth it from a handful of events on. */
 const MIN_TRANSACTION_BATCH = 4;
@@ -30,8 +33,8 @@ const MIN_TRANSACTION_BATCH = 4;
  */
 const MAX_PROCESSING_BATCH = 64;
 /**
- * Claim (or completion) batches at once. Two, not the ack path's ten on MySQL: at moderate load a free slot
- * starts a batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
+ * Claim (or completion) batches at once. Two, as on the ack path: at moderate load a free slot starts a
+ * batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
  * same throughput), while a batch held up by a slow handler still leaves one slot to the others.
  */
 const PROCESSING_BATCHES_IN_FLIGHT = 2;
@@ -78,6 +81,7 @@ export class KyselyInboxStore implements InboxStore {
       maxInFlight: dialect.concurrentBatches,
       weight: (request) => request.event.payload.length,
       maxWeight: MAX_RECORD_BATCH_BYTES,
+      shape: recordBatchShape,
       // A provider's concurrent copies of one event wait for the first one's record: run beside it,
       // each would insert the same key and wait for the other's row lock, its whole batch with it.
       coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },

@@ -49,6 +49,17 @@ test('batches are capped by count and by weight; several run at once when allowe
   assert.equal((await Promise.all(all)).length, 6);
 });
 
+test('a shape rounds a batch down; the requests left over start the next batch', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 100, maxInFlight: 2, shape: (size) => (size >= 4 ? 4 : size) });
+  const all = [1, 2, 3, 4, 5, 6, 7].map((n) => batcher.submit(n));
+  await tick();
+  assert.deepEqual(runner.batches, [[1, 2, 3, 4], [5, 6, 7]], 'seven waiting: a batch of four, then the three left in the free slot');
+  runner.finish[0]!();
+  runner.finish[1]!();
+  assert.deepEqual(await Promise.all(all), [10, 20, 30, 40, 50, 60, 70]);
+});
+
 test('each request gets its own error; a failed batch rejects every request in it', async () => {
   const runner = controlledRunner();
   const batcher = new Batcher(runner.run, { maxBatch: 10, maxInFlight: 1 });

@@ -52,11 +52,12 @@ export function hasInsertReturning(version: string): boolean {
 export const mysqlBackend: StoreBackend = {
   name: 'mysql',
   columnTypes: COLUMN_TYPES,
-  // Row locks let batches commit side by side; InnoDB then shares one log flush between them. As
-  // many as the service's default pool: at moderate load a delivery then runs as its own statement
-  // instead of waiting for a slot behind a slow commit, and under saturation batches still form
-  // (receive-only throughput 2,829-4,326 acks/s, against 2,752-3,075 with 4 slots).
-  concurrentBatches: 10,
+  // Two batches side by side: one fills while the other commits, and one held up (a lock wait) does
+  // not stop the deliveries behind it. More slots split the same load into more, smaller statements,
+  // which cost MariaDB and the service per statement: receive-only saturated 1.39-1.41x the bench's
+  // baseline (MariaDB 0.07 ms of CPU per ack) against 1.05-1.07x (0.105 ms) with ten (bench/NOTES.md,
+  // sixteenth session).
+  concurrentBatches: 2,
 
   validateUrl(url) {
     return databaseName(url.toString()) === '' ? 'must name a database, e.g. mysql://user@host:3306/webhook_inbox' : null;
@@ -73,10 +74,10 @@ export const mysqlBackend: StoreBackend = {
       supportBigNumbers: true,
       enableKeepAlive: true,
       connectTimeout: 5000,
-      // The acknowledgement path's statements come in one shape per batch size, and only small ones
-      // are prepared (see prepared-pool.ts), so the few shapes in use stay prepared; ten connections
-      // hold at most 320 of the server's 16,382 by default.
-      ...(preparedStatements ? { maxPreparedStatements: 32 } : {}),
+      // The acknowledgement path's statements come in a few shapes (one per record batch size, see
+      // recordBatchShape), so the shapes in use stay prepared; two connections hold at most 128 of
+      // the server's 16,382 by default.
+      ...(preparedStatements ? { maxPreparedStatements: 64 } : {}),
     });
     // READ COMMITTED: a batch of events in one transaction must see rows committed after its first
     // read (under REPEATABLE READ an INSERT IGNORE can meet a row its snapshot does not show), and it
