@@ -46,7 +46,7 @@ export interface InboxOptions {
 export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, clock });
+  const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, recordConnections: config.dbRecordConnections, clock });
   const outbox = new OutboxStore(store.db, clock);
   const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   const readiness = new Readiness(logger);

@@ -6,7 +6,7 @@ import addressparser from 'nodemailer/lib/addressparser';
 import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
 import { parseDuration } from './ops/duration.js';
-import { databaseUrlProblem } from './store/open-store.js';
+import { databaseUrlProblem, DEFAULT_RECORD_CONNECTIONS } from './store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
 
@@ -83,6 +83,8 @@ export interface Config {
   port: number;
   databaseUrl: string;
   dbPoolSize: number;
+  /** Connections that record deliveries, a group-commit batch at a time on each (MySQL). */
+  dbRecordConnections: number;
   migrateOnStart: boolean;
   bodyLimitBytes: number;
   logLevel: string;
@@ -171,6 +173,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     port: read.integer('PORT', 3000, { min: 0, max: 65_535 }),
     databaseUrl: read.databaseUrl('DATABASE_URL'),
     dbPoolSize: read.integer('DB_POOL_SIZE', 10, { min: 1, max: 1000 }),
+    dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
     migrateOnStart: read.boolean('MIGRATE_ON_START', true),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),

@@ -9,8 +9,8 @@ import type { InboxDatabase } from './schema.js';
 export interface StoreBackend {
   readonly name: string;
   readonly columnTypes: ColumnTypes;
-  /** Group-commit batches that may run at the same time (one for a single-writer database). */
-  readonly concurrentBatches: number;
+  /** Group-commit batches that may commit at the same time (one for a single-writer database). */
+  readonly maxConcurrentBatches: number;
   /** What is wrong with a DATABASE_URL of this backend's scheme, or null when it is usable. */
   validateUrl(url: URL): string | null;
   /**

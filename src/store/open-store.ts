@@ -22,11 +22,23 @@ export function databaseUrlProblem(raw: string): string | null {
   return backend.validateUrl(url);
 }
 
+/**
+ * Connections that record deliveries (DB_RECORD_CONNECTIONS), each running one group-commit batch at a
+ * time: one batch fills while the other commits, and one held up (a lock wait) does not stop the
+ * deliveries behind it. More connections split the same load into more, smaller statements, and on a
+ * database nearby each statement costs the database and the service CPU: saturated, the acknowledgement
+ * path did 1.39-1.41x the bench's baseline with two against 1.05-1.07x with ten. Across a slow link
+ * more of them hide the round trip: with 2.5 ms each way, ten answered 1,000 deliveries/s with a p50
+ * of 6.8 ms against 10.6 ms with two (bench/NOTES.md, sixteenth session).
+ */
+export const DEFAULT_RECORD_CONNECTIONS = 2;
+
 /** Chooses the store backend once, from the DATABASE_URL scheme (validated by config.ts). */
-export function openStore(url: string, options: { poolSize: number; clock: Clock }): InboxStore {
+export function openStore(url: string, options: { poolSize: number; recordConnections?: number; clock: Clock }): InboxStore {
   const problem = databaseUrlProblem(url);
   if (problem) throw new Error(`DATABASE_URL ${problem}`);
   const backend = BACKENDS[new URL(url).protocol]!;
-  const ackDb = backend.connect(url, { poolSize: backend.concurrentBatches, preparedStatements: true });
-  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, backend, options.clock, url);
+  const recordBatches = Math.min(options.recordConnections ?? DEFAULT_RECORD_CONNECTIONS, backend.maxConcurrentBatches);
+  const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true });
+  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, recordBatches, backend, options.clock, url);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { sql, type KyselyPlugin } from 'kysely';
+import { createConnection } from 'mysql2/promise';
 import type { PaymentEvent } from '../../src/domain/payment-event.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
@@ -12,7 +13,7 @@ import { openStore } from '../../src/store/open-store.js';
 import { sqliteBackend } from '../../src/store/sqlite/sqlite-backend.js';
 import { toDbTime } from '../../src/store/schema.js';
 import type { CompletionBatch, InboxStore, Lease } from '../../src/store/store.js';
-import { STORE_BACKENDS, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { describeEachStore } from '../support/store-suite.js';
 import { TestClock } from '../support/harness.js';
 import { watchingQueries } from '../support/query-watch.js';
@@ -83,6 +84,31 @@ await describeEachStore('group commit', (suite) => {
   });
 
   if (suite.backend === 'mysql') {
+    test('deliveries are recorded on DB_RECORD_CONNECTIONS connections, a batch on each at a time', async () => {
+      const own = await createTestDatabase('mysql');
+      assert.ok(!('skip' in own), 'MariaDB runs where this suite does');
+      const server = await createConnection({ uri: own.url });
+      try {
+        const migrating = openStore(own.url, { poolSize: 1, clock });
+        await migrating.migrate();
+        await migrating.close();
+        for (const recordConnections of [1, 3]) {
+          const recording = openStore(own.url, { poolSize: 1, recordConnections, clock });
+          try {
+            const results = await Promise.all(Array.from({ length: 200 }, (_, i) => recording.record(verified(`gc_conn_${recordConnections}_${i}`))));
+            assert.ok(results.every((r) => r.outcome === 'recorded'));
+            const [rows] = await server.query('select count(*) as n from information_schema.processlist where db = database() and id <> connection_id()');
+            assert.equal(Number((rows as Array<{ n: number }>)[0]!.n), recordConnections, `${recordConnections} connection(s) recorded the 200 deliveries`);
+          } finally {
+            await recording.close();
+          }
+        }
+      } finally {
+        await server.end();
+        await own.drop();
+      }
+    });
+
     test('an insert the database drops without an error (an id already taken, as innodb_autoinc_lock_mode=2 hands out) is tried again, alone or in a batch', async () => {
       await store.record(verified('dropped_seed'));
       // The first insert of each dropped_ event is given the seed's id: INSERT IGNORE turns the collision into a warning.

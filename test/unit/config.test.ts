@@ -107,6 +107,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
     { env: { RETRY_MAX_SECONDS: '1e9' }, variable: 'RETRY_MAX_SECONDS' },
     { env: { DB_POOL_SIZE: '0' }, variable: 'DB_POOL_SIZE' },
+    { env: { DB_RECORD_CONNECTIONS: '65' }, variable: 'DB_RECORD_CONNECTIONS' },
     { env: { WORKER_CONCURRENCY: '2.5' }, variable: 'WORKER_CONCURRENCY' },
     { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
     { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },

@@ -171,7 +171,7 @@ export const sqliteBackend: StoreBackend = {
   name: 'sqlite',
   columnTypes: COLUMN_TYPES,
   // One writer at a time: a second batch would only wait for the first.
-  concurrentBatches: 1,
+  maxConcurrentBatches: 1,
 
   validateUrl(url) {
     const parsed = sqliteFilePath(url);
