@@ -71,8 +71,8 @@ export const mysqlBackend: StoreBackend = {
       enableKeepAlive: true,
       connectTimeout: 5000,
       // The acknowledgement path's statements come in a few shapes (one per record batch size, see
-      // recordBatchShape), so the shapes in use stay prepared; two connections hold at most 128 of
-      // the server's 16,382 by default.
+      // recordBatchShape), so the shapes in use stay prepared; the default two connections hold at
+      // most 128 of the server's 16,382 by default.
       ...(preparedStatements ? { maxPreparedStatements: 64 } : {}),
     });
     // READ COMMITTED: a batch of events in one transaction must see rows committed after its first

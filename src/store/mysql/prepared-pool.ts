@@ -10,8 +10,8 @@ const CANNOT_PREPARE = new Set([ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_UNSUPPORT
  * mysql2 keeps a definition object for every parameter of every statement it holds prepared. Held for
  * batches of every size from 1 to 200 events on ten connections, they took 50-70 MB of the service's
  * peak RSS (bench/NOTES.md, thirteenth session). Record batches now come in 16 sizes of at most 128
- * events (recordBatchShape), 12 values each, on two connections: this bound prepares all of them,
- * and keeps statements of any other kind that large as text.
+ * events (recordBatchShape), 12 values each, on two connections by default (DB_RECORD_CONNECTIONS):
+ * this bound prepares all of them, and keeps statements of any other kind that large as text.
  */
 export const MAX_PREPARED_PARAMETERS = 1536;
 
