@@ -29,7 +29,8 @@ export function databaseUrlProblem(raw: string): string | null {
  * database nearby each statement costs the database and the service CPU: saturated, the acknowledgement
  * path did 1.39-1.41x the bench's baseline with two against 1.05-1.07x with ten. Across a slow link
  * more of them hide the round trip: with 2.5 ms each way, ten answered 1,000 deliveries/s with a p50
- * of 6.8 ms against 10.6 ms with two (bench/NOTES.md, sixteenth session).
+ * of 6.7 ms against 10.3 ms with two, and did 2.33x the baseline saturated against 1.86x
+ * (bench/NOTES.md, sixteenth session).
  */
 export const DEFAULT_RECORD_CONNECTIONS = 2;
 
