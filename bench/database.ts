@@ -120,9 +120,12 @@ export async function processingStats(store: InboxStore, startedAt: number, fini
   const byRank: [number[], number[], number[]] = [[], [], []];
   const seenOfPayment = new Map<string, number>();
   for (const row of rows) {
-    const payment = row.payment_id === null ? null : paymentKey(row.provider, row.payment_id);
-    const rank = payment === null ? null : Math.min(seenOfPayment.get(payment) ?? 0, 2);
-    if (payment !== null) seenOfPayment.set(payment, rank! + 1);
+    let rank: number | null = null;
+    if (row.payment_id !== null) {
+      const payment = paymentKey(row.provider, row.payment_id);
+      rank = Math.min(seenOfPayment.get(payment) ?? 0, 2);
+      seenOfPayment.set(payment, rank + 1);
+    }
     if (row.processed_at === null) continue;
     const lag = fromDbTime(row.processed_at).getTime() - fromDbTime(row.created_at).getTime();
     lags.push(lag);

@@ -9,6 +9,9 @@ import type { BenchSettings } from './run.js';
 import { median, round, type Percentiles } from './stats.js';
 import { TARGETS } from './targets.js';
 
+/** Medians over repetitions of a lag's p50 and p99; null when nothing was processed. */
+type LagSummary = { p50: number | null; p99: number | null } | null;
+
 export interface Step {
   load: LoadResult;
   /** CPU of the service process during the load, per acknowledgement (ms). */
@@ -57,7 +60,7 @@ export interface TargetSummary {
   databaseCpuMsPerAck: number | null;
   processedPerSec: number | null;
   keepUp: number | null;
-  lagMs: { p50: number | null; p99: number | null } | null;
+  lagMs: LagSummary;
   /** Seconds from the end of the load until every event and outbox effect was done (see ProcessingStats). */
   settledAfterSec: number | null;
   sustained: {
@@ -66,9 +69,9 @@ export interface TargetSummary {
     ackP99Ms: number | null;
     processedPerSec: number | null;
     keepUp: number | null;
-    lagMs: { p50: number | null; p99: number | null } | null;
+    lagMs: LagSummary;
     /** lagMs of a payment's first, second, and third and later events (see ProcessingStats). */
-    lagByPaymentRankMs: Array<{ p50: number | null; p99: number | null } | null>;
+    lagByPaymentRankMs: LagSummary[];
     settledAfterSec: number | null;
   } | null;
   peakRssMb: number;
@@ -139,7 +142,7 @@ const nullableMedian = (values: Array<number | null | undefined>) => {
 };
 
 const processingOf = (steps: Step[]) => steps.map((s) => s.processing).filter((p): p is ProcessingStats => p !== null);
-const lagOf = (lags: Percentiles[]) => (lags.length === 0 ? null : { p50: nullableMedian(lags.map((l) => l.p50)), p99: nullableMedian(lags.map((l) => l.p99)) });
+const lagOf = (lags: Percentiles[]): LagSummary => (lags.length === 0 ? null : { p50: nullableMedian(lags.map((l) => l.p50)), p99: nullableMedian(lags.map((l) => l.p99)) });
 const settledOf = (processing: ProcessingStats[]) => nullableMedian(processing.map((p) => (p.settledAfterMs === null ? null : p.settledAfterMs / 1000)));
 
 export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[]): Summary {
@@ -272,7 +275,7 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
 
 const cell = (value: number | null | undefined, unit = '') => (value === null || value === undefined ? '—' : `${value}${unit}`);
 /** A lag summary as a table cell: "p50 / p99", or — when nothing was processed. */
-const lagCell = (lag: { p50: number | null; p99: number | null } | null) => (lag ? `${cell(lag.p50)} / ${cell(lag.p99)}` : '—');
+const lagCell = (lag: LagSummary) => (lag ? `${cell(lag.p50)} / ${cell(lag.p99)}` : '—');
 
 function markdown(results: BenchResults): string {
   const { summary, machine, settings } = results;
