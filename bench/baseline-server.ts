@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { createPool } from 'mysql2/promise';
 import { InboxError } from '../src/errors.js';
 import { ProviderRegistry } from '../src/providers/registry.js';
-import { toDbTime } from '../src/store/schema.js';
+import { toDbTime } from '../src/db/schema.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
 
 /**

@@ -5,9 +5,9 @@ import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
-import { paymentKey } from '../src/store/processing-batches.js';
-import { fromDbTime, toDbTime } from '../src/store/schema.js';
-import type { InboxStore } from '../src/store/store.js';
+import { paymentKey } from '../src/store/claim.js';
+import { fromDbTime, toDbTime } from '../src/db/schema.js';
+import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
 import { cpuSeconds } from './targets.js';
 

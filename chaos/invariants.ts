@@ -1,6 +1,6 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { receiptKey } from '../src/domain/course-platform.js';
-import { fromDbTime } from '../src/store/schema.js';
+import { fromDbTime } from '../src/db/schema.js';
 import type { FaultRecord } from './faults.js';
 import { foldStates, type SimulatedPayment } from './lifecycles.js';
 import { isAcknowledged, type ProviderSimulator } from './simulator.js';

@@ -1,6 +1,6 @@
-import { PAYMENT_STATE_ORDER, type PaymentState } from '../src/domain/payment-event.js';
-import { loadConfig } from '../src/config.js';
-import { simulateEvent } from '../src/ops/simulator/events.js';
+import { PAYMENT_STATE_ORDER, type PaymentState } from '../src/model/payment-event.js';
+import { loadConfig } from '../src/config/load.js';
+import { simulateEvent } from '../src/ops/simulator/simulated-events.js';
 import { signEvent, type SignedDelivery } from '../src/ops/simulator/sign.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
 import type { Random } from './random.js';

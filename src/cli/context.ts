@@ -1,10 +1,10 @@
 import { InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { createInbox } from '../app.js';
-import { loadConfig, readEnvironment, type Config } from '../config.js';
+import { loadConfig, readEnvironment, type Config } from '../config/load.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
-import { parseDuration, parseTimeReference } from '../ops/duration.js';
+import { parseDuration, parseTimeReference } from '../config/duration.js';
 
 /** Exit codes shared by every command: 1 = failed (or, for checks, "found something"), 2 = bad usage. */
 export const EXIT_FAILED = 1;

@@ -2,7 +2,7 @@ import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
-import { formatConfig, maskedConfig } from '../config-display.js';
+import { formatConfig, maskedConfig } from '../config/display.js';
 import { StoreUnavailableError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';

@@ -1,9 +1,9 @@
 import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
-import type { InboxDatabase } from '../store/schema.js';
-import { caseWhen } from '../store/sql-case.js';
-import { perBatch } from '../store/processing-batches.js';
-import type { BusinessTransaction } from '../store/store.js';
-import type { PaymentContext, PaymentHandlers } from './handlers.js';
+import type { InboxDatabase } from '../db/schema.js';
+import { caseWhen } from '../db/sql-case.js';
+import { perBatch } from '../store/claim.js';
+import type { BusinessTransaction } from '../store/inbox-store.js';
+import type { PaymentContext, PaymentHandlers } from './applier.js';
 import type { Payment } from './payments.js';
 
 /** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */

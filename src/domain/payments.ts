@@ -1,9 +1,9 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { paymentKey, perBatch, wherePayments } from '../store/processing-batches.js';
-import type { DbTime, PaymentsTable } from '../store/schema.js';
-import { caseWhen } from '../store/sql-case.js';
-import type { BusinessTransaction, CompletionBatch } from '../store/store.js';
-import { statesBefore, type PaymentEvent, type PaymentState } from './payment-event.js';
+import { paymentKey, perBatch, wherePayments } from '../store/claim.js';
+import type { DbTime, PaymentsTable } from '../db/schema.js';
+import { caseWhen } from '../db/sql-case.js';
+import type { BusinessTransaction, CompletionBatch } from '../store/inbox-store.js';
+import { statesBefore, type PaymentEvent, type PaymentState } from '../model/payment-event.js';
 
 /** A payment as the domain sees it: keyed by provider and the provider's payment id. */
 export type Payment = Omit<Selectable<PaymentsTable>, 'id'>;

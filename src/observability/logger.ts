@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import { isRecord } from '../providers/delivery.js';
+import { isRecord } from '../providers/payload.js';
 
 const CENSOR = '[redacted]';
 

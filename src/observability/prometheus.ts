@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
-import { staleState } from '../domain/handlers.js';
+import { staleState } from '../domain/applier.js';
 import { isProviderName, PROVIDER_NAMES } from '../providers/provider.js';
-import type { OutboxStatus } from '../store/schema.js';
-import type { PipelineStats } from '../store/store.js';
+import type { OutboxStatus } from '../db/schema.js';
+import type { PipelineStats } from '../store/inbox-store.js';
 import type { AttemptResult, DeliveryResult, InboxMetrics } from './metrics.js';
 
 const DELIVERY_RESULTS: DeliveryResult[] = ['accepted', 'duplicate', 'invalid_signature', 'bad_request', 'unavailable', 'error'];

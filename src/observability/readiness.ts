@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { InboxStore } from '../store/store.js';
+import type { InboxStore } from '../store/inbox-store.js';
 
 /** One dependency the service needs to take traffic; `check` rejects when it is not usable. */
 export interface ReadinessCheck {

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import { statesBefore } from '../domain/payment-event.js';
+import { statesBefore } from '../model/payment-event.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import type { InboxDatabase } from '../store/schema.js';
-import type { EventRow } from './events.js';
+import type { InboxDatabase } from '../db/schema.js';
+import type { EventRow } from './event-lookup.js';
 
 /**
  * What processing this event now would do to its payment, read without writing: the dry run's answer

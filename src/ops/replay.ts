@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { ProcessResult } from '../processing/processor.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import { toDbTime, type InboxDatabase } from '../store/schema.js';
+import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import { OperationError } from './errors.js';
-import { findEvents, resolveEvent, type EventFilter, type EventRow } from './events.js';
+import { findEvents, resolveEvent, type EventFilter, type EventRow } from './event-lookup.js';
 import { describeTransition } from './payment-transition.js';
 
 /** Either named events, or every event matching a filter (a status is required there). */

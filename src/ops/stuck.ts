@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
-import { toDbTime, type InboxDatabase } from '../store/schema.js';
-import { formatDuration } from './duration.js';
-import type { EventRow } from './events.js';
+import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import { formatDuration } from '../config/duration.js';
+import type { EventRow } from './event-lookup.js';
 
 export type StuckKind = 'expired_lease' | 'failed' | 'old_received';
 

@@ -1,9 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { Batcher } from '../store/batcher.js';
-import { caseById } from '../store/sql-case.js';
-import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../store/lease.js';
-import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../store/schema.js';
+import { Batcher } from '../db/batcher.js';
+import { caseById } from '../db/sql-case.js';
+import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../db/lease.js';
+import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../db/schema.js';
 
 /** A side effect as a transport sees it. */
 export interface OutboxMessage {

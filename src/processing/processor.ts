@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { EventApplier } from '../domain/handlers.js';
+import type { EventApplier } from '../domain/applier.js';
 import { LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
-import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
+import type { InboxEvent, InboxStore, Lease } from '../store/inbox-store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 export type ProcessResult =

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { InboxStore } from '../store/store.js';
+import type { InboxStore } from '../store/inbox-store.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { CanonicalEvent } from '../domain/payment-event.js';
+import type { CanonicalEvent } from '../model/payment-event.js';
 
 export const PROVIDER_NAMES = ['stripe', 'razorpay', 'payu'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];

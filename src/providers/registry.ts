@@ -1,8 +1,8 @@
-import type { ProviderSettings } from '../config.js';
-import type { CanonicalEvent } from '../domain/payment-event.js';
+import type { ProviderSettings } from '../config/load.js';
+import type { CanonicalEvent } from '../model/payment-event.js';
 import { ProviderNotConfiguredError, UnknownProviderError } from '../errors.js';
 import { payu } from './payu/index.js';
-import { MAX_KEY_LENGTH } from './delivery.js';
+import { MAX_KEY_LENGTH } from './payload.js';
 import { isProviderName, PROVIDER_NAMES, type ProviderDefinition, type ProviderName, type VerifiedEvent, type Verifier } from './provider.js';
 import { razorpay } from './razorpay/index.js';
 import { stripe } from './stripe/index.js';

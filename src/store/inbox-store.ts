@@ -1,365 +1,137 @@
-import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
-import type { Clock } from '../clock.js';
-import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
+import type { Kysely, Transaction } from 'kysely';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
-import type { StoreBackend } from './backend.js';
-import { Batcher } from './batcher.js';
-import { compiledStatement } from './compiled-statement.js';
-import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, recordBatchShape, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
-import { inboxMigrations } from './migrations.js';
-import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
-import { claimsByOwner, type ClaimRequest } from './lease.js';
-import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, TransactionBatch, type CompletionRequest } from './processing-batches.js';
-import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './store.js';
+import type { PaymentRef } from './payment-leases.js';
+import type { EventStatus, InboxDatabase } from '../db/schema.js';
 
-const TRANSIENT_CONFLICT_RETRIES = 3;
-/** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
-const RECORD_ATTEMPTS = 5;
-/**
- * Events per group commit, the largest recordBatchShape; bounded so one statement stays far below
- * parameter and packet limits.
- */
-export const MAX_RECORD_BATCH = 128;
-const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
-/** Without RETURNING a batch is a transaction of five round trips, worth it from a handful of events on. */
-const MIN_TRANSACTION_BATCH = 4;
-/**
- * Claims or completions per transaction: enough to share a commit widely, few enough that one slow event
- * delays few others. With two batches in flight per stage, an event spends a claim and a completion
- * (each a transaction with its commit) in the pipeline, so what a process finishes per second is about
- * the events it holds over that time (Little's law): 64 here and 256 workers kept up with 1,000/s
- * where 32 and 128 fell behind once commits slowed (keep-up 0.86-0.97 against 0.58-0.96 in five pairs).
- */
-const MAX_PROCESSING_BATCH = 64;
-/**
- * Claim (or completion) batches at once. Two, as on the ack path by default: at moderate load a free slot starts a
- * batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
- * same throughput), while a batch held up by a slow handler still leaves one slot to the others.
- */
-const PROCESSING_BATCHES_IN_FLIGHT = 2;
+/** A stored event as workers and handlers see it. */
+export interface InboxEvent {
+  id: number;
+  provider: ProviderName;
+  eventId: string;
+  eventType: string;
+  payload: unknown;
+  headers: Record<string, string>;
+  attempts: number;
+  createdAt: Date;
+}
 
-interface EventKey extends Record<string, unknown> {
+export interface RecordResult {
+  outcome: 'recorded' | 'duplicate';
+  id: number;
+  status: EventStatus;
+}
+
+/** Proof of ownership of one event for a bounded time; the token fences every write that follows. */
+export interface Lease {
+  id: number;
+  owner: string;
+  token: string;
+  expiresAt: Date;
+  /** Attempts including this one. */
+  attempts: number;
+  /** The payment whose lease is held too (events of one payment never run at the same time). */
+  payment: PaymentRef | null;
+}
+
+export interface ClaimedEvent {
+  lease: Lease;
+  event: InboxEvent;
+  /** The event was in `processing` under an expired lease: its previous worker died or stalled. */
+  takeover: boolean;
+}
+
+export interface EventState {
+  id: number;
   provider: string;
-  event_id: string;
+  eventId: string;
+  eventType: string;
+  status: EventStatus;
+  attempts: number;
+  leaseOwner: string | null;
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  outcome: string | null;
+  createdAt: Date;
+  processedAt: Date | null;
 }
 
-/** The store logic, written once over Kysely; the backend supplies what differs per database. */
-export class KyselyInboxStore implements InboxStore {
+/** Counts for monitoring, each from an indexed query. */
+export interface PipelineStats {
+  /** Events a worker should take now: new, retry time reached, or lease expired. */
+  due: number;
+  /** Receipt time of the oldest event still to be processed (given-up events excluded). */
+  oldestPendingAt: Date | null;
+  /** Events in `processing` whose lease expired: waiting for a takeover. */
+  stuck: number;
+  /** Failed events with no automatic retry left: an operator must look at them. */
+  failed: number;
+}
+
+export type BusinessTransaction = Transaction<InboxDatabase>;
+
+/** What the works of one completion transaction share, so that many events cost few statements. */
+export interface CompletionBatch {
+  /** The payments whose events the transaction completes, one event each (the payment lease). */
+  readonly payments: PaymentRef[];
+  /**
+   * Runs `write` in the transaction after every work of the batch, before the fence: rows that many
+   * events add, and that nothing reads back before the commit, go as one statement for the batch.
+   */
+  atCommit(write: (tx: BusinessTransaction) => Promise<void>): void;
+}
+
+/** A completion's own business work, run inside the transaction that marks its event processed. */
+export type CompletionWork = (tx: BusinessTransaction, batch: CompletionBatch) => Promise<string>;
+
+/**
+ * The store port: everything the pipeline, the workers and the operators need from the database.
+ * Every state change is a single conditional statement, so concurrent callers cannot both win.
+ */
+export interface InboxStore {
+  /** The underlying query builder, for the domain's reads and for operator tooling. */
+  readonly db: Kysely<InboxDatabase>;
   readonly backend: string;
-  /**
-   * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert, so a
-   * commit (and its log flush) is shared by every event of the batch.
-   */
-  private readonly records: Batcher<RecordRequest, RecordResult>;
-  /** The workers' side, batched the same way (see processing-batches.ts). */
-  private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
-  private readonly completions: Batcher<CompletionRequest, string>;
-  private readonly handOffs: Batcher<PaymentRef, number | null>;
-  /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
-  private insertReturns: Promise<boolean> | undefined;
-  /** The statements every delivery may run, compiled once (see compiledStatement). */
-  private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
-  private readonly insertNewEvents: NewEventsInsert;
-  private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
-  private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
+
+  /** Applies pending migrations; returns the names applied now. */
+  migrate(): Promise<string[]>;
 
   /**
-   * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
-   *   never queues behind processing statements for a pooled connection.
-   * @param recordBatches record batches running at once, one per connection of `ackDb`.
+   * Inserts the event unless (provider, event_id) exists; returns once the insert is committed.
+   * `paymentId` is the payment it is about: events of one payment are never processed at the same time.
    */
-  constructor(
-    readonly db: Kysely<InboxDatabase>,
-    private readonly ackDb: Kysely<InboxDatabase>,
-    recordBatches: number,
-    private readonly dialect: StoreBackend,
-    private readonly clock: Clock,
-    private readonly url: string,
-  ) {
-    this.backend = dialect.name;
-    this.records = new Batcher((requests) => this.recordMany(requests), {
-      maxBatch: MAX_RECORD_BATCH,
-      maxInFlight: recordBatches,
-      weight: (request) => request.event.payload.length,
-      maxWeight: MAX_RECORD_BATCH_BYTES,
-      shape: recordBatchShape,
-      // A provider's concurrent copies of one event wait for the first one's record: run beside it,
-      // each would insert the same key and wait for the other's row lock, its whole batch with it.
-      coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },
-    });
-    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, dialect.maxConcurrentBatches) };
-    this.claims = new Batcher(
-      claimsByOwner((ids, owner, leaseMs) => this.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),
-      processing,
-    );
-    this.completions = new Batcher((requests) => this.completeMany(requests), processing);
-    this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
-
-    this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
-      db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
-    );
-    this.insertNewEvents = newEventsInsert(ackDb);
-    this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
-    this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
-  }
-
-  async migrate(): Promise<string[]> {
-    return this.guard(() => this.applyMigrations());
-  }
-
-  private async applyMigrations(): Promise<string[]> {
-    await this.dialect.ensureDatabase(this.url);
-    const { error, results } = await this.migrator().migrateToLatest();
-    if (error) throw error;
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  }
-
-  async pendingMigrations(): Promise<string[]> {
-    return this.guard(async () => (await this.migrator().getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
-  }
-
-  private migrator(): Migrator {
-    return new Migrator({
-      db: this.db,
-      provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
-      migrationTableName: 'schema_migrations',
-      migrationLockTableName: 'schema_migrations_lock',
-      // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
-      // that already ran a later one must still take an earlier one that arrives afterwards.
-      allowUnorderedMigrations: true,
-    });
-  }
-
-  async ping(): Promise<void> {
-    await this.guard(() => sql`select 1`.execute(this.db));
-  }
-
-  /** Resolves once the batch that carries the event has committed. */
-  record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
-    return this.records.submit({ event, paymentId, receivedAt: toDbTime(this.clock.now()) });
-  }
-
-  private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
-    // A lone event runs the statement compiled at start, one autocommit round trip.
-    const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
-    if (requests.length === 1) return alone();
-    try {
-      const returning = await this.insertReturning();
-      if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
-      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return await Promise.allSettled(results.map((result, i) => result ?? this.recordOne(requests[i]!)));
-    } catch (error) {
-      // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
-      // bad one fails.
-      if (this.dialect.isUnavailable(error)) throw this.translate(error);
-      return alone();
-    }
-  }
-
-  /** Asked of the server once; asked again after a failure (it may have been down). */
-  private insertReturning(): Promise<boolean> {
-    this.insertReturns ??= this.dialect.insertReturning(this.ackDb).catch((error: unknown) => {
-      this.insertReturns = undefined;
-      throw error;
-    });
-    return this.insertReturns;
-  }
+  record(event: VerifiedEvent, paymentId?: string | null): Promise<RecordResult>;
 
   /**
-   * One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. A row
-   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch leaves
-   * such an event to this.
+   * Takes the lease if the event is due: new, failed with its retry time reached, or processing with
+   * an expired lease (takeover). Returns null when someone else holds it, nothing is due, or another
+   * event of the same payment holds the payment's lease (it is offered again later).
    */
-  private async recordOne(request: RecordRequest): Promise<RecordResult> {
-    const { event } = request;
-    for (let attempt = 1; ; attempt++) {
-      const result = await this.guard(() => this.insertOrFind(request));
-      if (result) return result;
-      if (attempt === RECORD_ATTEMPTS) {
-        throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
-      }
-    }
-  }
+  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null>;
 
-  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
-  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
-    const inserted = await this.insertNewEvent(newEventRow(request));
-    if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
-      return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
-    }
-    const key = { provider: request.event.provider, event_id: request.event.eventId };
-    const existing = (await this.selectEventByKey(key)).rows[0];
-    if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
-    const archived = (await this.selectArchivedByKey(key)).rows[0];
-    return archived ? { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' } : null;
-  }
+  /**
+   * Runs `work` and marks the event processed in ONE transaction. The lease is checked by the same
+   * transaction just before commit; a lost or expired lease throws LeaseLostError and rolls back.
+   */
+  completeFenced(lease: Lease, work: CompletionWork): Promise<string>;
 
-  claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
-    return this.claims.submit({ id, owner, leaseMs });
-  }
+  /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
+  fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;
 
-  completeFenced(lease: Lease, work: CompletionWork): Promise<string> {
-    return this.completions.submit({ lease, work });
-  }
+  /** Ids of events due for at least `overdueMs` (default 0), oldest due first. */
+  dueEventIds(limit: number, overdueMs?: number): Promise<number[]>;
 
-  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
-    if (requests.length > 1) {
-      try {
-        const outcomes = await this.withConflictRetries(() => completeBatch(this.db, requests, () => this.clock.now()));
-        if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
-      } catch (error) {
-        if (this.dialect.isUnavailable(error)) throw this.translate(error);
-      }
-    }
-    // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
-    // failure or a lost lease stays with its event.
-    return Promise.allSettled(requests.map((request) => this.completeOne(request)));
-  }
+  /** The payment's event due the longest (one that waited while another held the payment), if any. */
+  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null>;
 
-  private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
-    return this.withConflictRetries(() =>
-      this.db.transaction().execute(async (tx) => {
-        const batch = TransactionBatch.of([lease]);
-        const outcome = await work(tx, batch);
-        await batch.writeDeferred(tx);
-        await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
-        return outcome;
-      }),
-    );
-  }
+  eventState(id: number): Promise<EventState | null>;
+  findEvent(provider: string, eventId: string): Promise<EventState | null>;
 
-  async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
-    return this.withConflictRetries(() =>
-      this.db.transaction().execute(async (tx) => {
-        await releasePaymentLeases(tx, [lease]);
-        const result = await tx
-          .updateTable('webhook_events')
-          .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
-          .where('id', '=', lease.id)
-          .where('lease_token', '=', lease.token)
-          .where('status', '=', 'processing')
-          .executeTakeFirst();
-        return result.numUpdatedRows === 1n;
-      }),
-    );
-  }
+  pipelineStats(): Promise<PipelineStats>;
 
-  async dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
-    return this.guard(async () => {
-      const rows = await this.db
-        .selectFrom('webhook_events')
-        .select('id')
-        .where('next_attempt_at', '<=', toDbTime(new Date(this.clock.now().getTime() - overdueMs)))
-        .orderBy('next_attempt_at')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => r.id);
-    });
-  }
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** Names of the migrations not applied yet (empty when the schema is current). */
+  pendingMigrations(): Promise<string[]>;
 
-  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
-    return this.handOffs.submit(payment);
-  }
-
-  private async nextDueOfPayments(payments: PaymentRef[]): Promise<Array<PromiseSettledResult<number | null>>> {
-    const next = await this.guard(() => nextDueEvents(this.db, payments, toDbTime(this.clock.now())));
-    return payments.map((p) => ({ status: 'fulfilled', value: next.get(paymentKey(p.provider, p.paymentId)) ?? null }));
-  }
-
-  async eventState(id: number): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
-  }
-
-  async findEvent(provider: string, eventId: string): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
-  }
-
-  async pipelineStats(): Promise<PipelineStats> {
-    return this.guard(async () => {
-      const now = toDbTime(this.clock.now());
-      // Pending events are exactly those with a next attempt time: the index bounds the scan to them.
-      const pending = this.db
-        .selectFrom('webhook_events')
-        .select((eb) => [
-          eb.fn.sum<number | string | null>(eb.case().when('next_attempt_at', '<=', now).then(1).else(0).end()).as('due'),
-          eb.fn.sum<number | string | null>(eb.case().when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)])).then(1).else(0).end()).as('stuck'),
-          eb.fn.min('created_at').as('oldest'),
-        ])
-        .where('next_attempt_at', 'is not', null)
-        .executeTakeFirstOrThrow();
-      const failed = this.db
-        .selectFrom('webhook_events')
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('status', '=', 'failed')
-        .where('next_attempt_at', 'is', null)
-        .executeTakeFirstOrThrow();
-      const [counts, givenUp] = await Promise.all([pending, failed]);
-      return {
-        due: Number(counts.due ?? 0),
-        stuck: Number(counts.stuck ?? 0),
-        oldestPendingAt: counts.oldest ? fromDbTime(counts.oldest) : null,
-        failed: Number(givenUp.n),
-      };
-    });
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([this.ackDb.destroy(), this.db.destroy()]);
-  }
-
-  /** Deadlocks and lock timeouts roll the whole transaction back; running it again is safe. */
-  private async withConflictRetries<T>(operation: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await operation();
-      } catch (error) {
-        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
-        throw this.translate(error);
-      }
-    }
-  }
-
-  private async guard<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      throw this.translate(error);
-    }
-  }
-
-  private translate(error: unknown): unknown {
-    if (this.dialect.isUnavailable(error)) {
-      return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
-    }
-    return error;
-  }
-}
-
-export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
-  return {
-    id: row.id,
-    provider: row.provider,
-    eventId: row.event_id,
-    eventType: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    leaseOwner: row.lease_owner,
-    nextAttemptAt: row.next_attempt_at ? fromDbTime(row.next_attempt_at) : null,
-    lastError: row.last_error,
-    outcome: row.outcome,
-    createdAt: fromDbTime(row.created_at),
-    processedAt: row.processed_at ? fromDbTime(row.processed_at) : null,
-  };
+  close(): Promise<void>;
 }

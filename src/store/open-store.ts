@@ -1,9 +1,9 @@
 import type { Clock } from '../clock.js';
-import type { StoreBackend } from './backend.js';
-import { KyselyInboxStore } from './inbox-store.js';
-import { mysqlBackend } from './mysql/mysql-backend.js';
-import { sqliteBackend } from './sqlite/sqlite-backend.js';
-import type { InboxStore } from './store.js';
+import type { StoreBackend } from '../db/backend.js';
+import { KyselyInboxStore } from './kysely-store.js';
+import { mysqlBackend } from '../db/mysql/backend.js';
+import { sqliteBackend } from '../db/sqlite/backend.js';
+import type { InboxStore } from './inbox-store.js';
 
 const BACKENDS: Record<string, StoreBackend> = { 'mysql:': mysqlBackend, 'sqlite:': sqliteBackend };
 

@@ -1,4 +1,4 @@
-import type { BusinessTransaction, Lease } from './store.js';
+import type { BusinessTransaction, Lease } from './inbox-store.js';
 
 /** The payment an event is about, as recorded with the event. */
 export interface PaymentRef {

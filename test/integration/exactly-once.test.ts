@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { coursePlatform } from '../../src/domain/course-platform.js';
-import type { PaymentHandlers } from '../../src/domain/handlers.js';
+import type { PaymentHandlers } from '../../src/domain/applier.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { Harness, paymentEffects } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';

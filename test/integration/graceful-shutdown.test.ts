@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { EventApplier } from '../../src/domain/handlers.js';
+import type { EventApplier } from '../../src/domain/applier.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Harness, paymentEffects } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';

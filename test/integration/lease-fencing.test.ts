@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createInbox } from '../../src/app.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
-import { paymentApplier, type EventApplier } from '../../src/domain/handlers.js';
+import { paymentApplier, type EventApplier } from '../../src/domain/applier.js';
 import type { Inbox } from '../../src/inbox.js';
 import { Processor, type ProcessResult } from '../../src/processing/processor.js';
 import { createStripeVerifier } from '../../src/providers/stripe/verify.js';

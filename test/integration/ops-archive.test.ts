@@ -10,7 +10,7 @@ import { readArchiveLines, type ArchivedEvent } from '../../src/ops/archive/file
 import { loadManifest } from '../../src/ops/archive/manifest.js';
 import { restoreFromArchive, searchArchive } from '../../src/ops/archive/restore.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
-import { toDbTime, type WebhookEventsTable } from '../../src/store/schema.js';
+import { toDbTime, type WebhookEventsTable } from '../../src/db/schema.js';
 import { cli, exitOf, runCli } from '../support/cli.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { seedEvents } from '../support/events.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { runDemo } from '../../src/ops/demo.js';
+import { runDemo } from '../../src/cli/demo.js';
 import { cli } from '../support/cli.js';
 
 describe('demo', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { simulateEvent } from '../../src/ops/simulator/events.js';
+import { simulateEvent } from '../../src/ops/simulator/simulated-events.js';
 import { sendEvent } from '../../src/ops/simulator/send.js';
 import { cli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';

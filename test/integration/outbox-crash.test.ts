@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { createOutboxDispatcher } from '../../src/outbox/open-outbox.js';
 import { OutboxStore } from '../../src/outbox/outbox-store.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { InboxStore } from '../../src/store/store.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 import { exitOf, runCli, type CliProcess } from '../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';
 import { startFulfilmentServer, startSmtpServer, type FulfilmentDownstream, type SmtpDownstream } from '../support/downstream.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { OutboxStore } from '../../src/outbox/outbox-store.js';
-import { toDbTime } from '../../src/store/schema.js';
-import type { InboxStore } from '../../src/store/store.js';
+import { toDbTime } from '../../src/db/schema.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 import { describeEachStore } from '../support/store-suite.js';
 import { watchingQueries } from '../support/query-watch.js';
 

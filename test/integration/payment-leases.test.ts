@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { LeaseLostError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
-import type { InboxStore } from '../../src/store/store.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 import { describeEachStore } from '../support/store-suite.js';
 
 /** The claim's per-payment rule, on every store: one event of a payment holds it at a time. */

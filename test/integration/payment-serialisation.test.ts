@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
-import { paymentApplier, type EventApplier } from '../../src/domain/handlers.js';
+import { paymentApplier, type EventApplier } from '../../src/domain/applier.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Harness, paymentEffects, testConfig } from '../support/harness.js';

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql, type Kysely } from 'kysely';
 import { createConnection } from 'mysql2/promise';
-import { mysqlBackend } from '../../src/store/mysql/mysql-backend.js';
+import { mysqlBackend } from '../../src/db/mysql/backend.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { InboxDatabase } from '../../src/store/schema.js';
+import type { InboxDatabase } from '../../src/db/schema.js';
 import { createTestDatabase } from '../support/database.js';
 import { TestClock } from '../support/harness.js';
 

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { coursePlatform } from '../../src/domain/course-platform.js';
-import type { PaymentEvent, PaymentState } from '../../src/domain/payment-event.js';
+import type { PaymentEvent, PaymentState } from '../../src/model/payment-event.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/providers/provider.js';
-import { TransactionBatch } from '../../src/store/processing-batches.js';
-import { toDbTime } from '../../src/store/schema.js';
-import type { InboxStore } from '../../src/store/store.js';
+import { TransactionBatch } from '../../src/store/claim.js';
+import { toDbTime } from '../../src/db/schema.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 import { describeEachStore } from '../support/store-suite.js';
 import { paymentEffects } from '../support/harness.js';
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Insertable, Kysely } from 'kysely';
-import { toDbTime, type InboxDatabase, type WebhookEventsTable } from '../../src/store/schema.js';
+import { toDbTime, type InboxDatabase, type WebhookEventsTable } from '../../src/db/schema.js';
 
 /** Writes event rows directly, in any state and at any age, for the operator tools to find. */
 export async function seedEvents(db: Kysely<InboxDatabase>, rows: Array<Partial<Insertable<WebhookEventsTable>> & { event_id: string }>): Promise<void> {

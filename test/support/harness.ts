@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { createApp, type InboxOptions } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config/load.js';
 import type { Inbox } from '../../src/inbox.js';
-import type { InboxDatabase } from '../../src/store/schema.js';
+import type { InboxDatabase } from '../../src/db/schema.js';
 import { TEST_SECRETS, type Delivery } from './signing.js';
 
 /** Real time plus an adjustable offset: tests jump past retry times and leases without sleeping. */

@@ -1,6 +1,6 @@
 import { after, before, describe } from 'node:test';
 import { openStore } from '../../src/store/open-store.js';
-import type { InboxStore } from '../../src/store/store.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';
 import { TestClock } from './harness.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Batcher } from '../../src/store/batcher.js';
-import { claimsByOwner } from '../../src/store/lease.js';
+import { Batcher } from '../../src/db/batcher.js';
+import { claimsByOwner } from '../../src/db/lease.js';
 
 /** A batch runner that records the batches it got and finishes each when told to. */
 function controlledRunner() {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { Kysely, sql, SqliteDialect } from 'kysely';
-import { compiledRowsStatement, compiledStatement } from '../../src/store/compiled-statement.js';
+import { compiledRowsStatement, compiledStatement } from '../../src/db/compiled-statement.js';
 
 interface Tables {
   items: { id: number; name: string; size: number; note: string | null };

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../src/config-display.js';
-import { loadConfig, readEnvironment } from '../../src/config.js';
+import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../src/config/display.js';
+import { loadConfig, readEnvironment } from '../../src/config/load.js';
 import { ConfigError } from '../../src/errors.js';
 import { EMPTY_DIR, variablesRead } from '../support/environment.js';
 

@@ -14,7 +14,7 @@ import {
 } from '../../src/errors.js';
 import { deliveryResult } from '../../src/observability/metrics.js';
 import { PrometheusMetrics } from '../../src/observability/prometheus.js';
-import type { PipelineStats } from '../../src/store/store.js';
+import type { PipelineStats } from '../../src/store/inbox-store.js';
 import { TestClock } from '../support/harness.js';
 import { metricValue } from '../support/metrics.js';
 

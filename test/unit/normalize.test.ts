@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PAYMENT_STATE_ORDER, statesBefore, type CanonicalEvent, type PaymentEvent, type PaymentState } from '../../src/domain/payment-event.js';
+import { PAYMENT_STATE_ORDER, statesBefore, type CanonicalEvent, type PaymentEvent, type PaymentState } from '../../src/model/payment-event.js';
 import { payuToCanonical } from '../../src/providers/payu/normalize.js';
 import { razorpayToCanonical } from '../../src/providers/razorpay/normalize.js';
 import { stripeToCanonical } from '../../src/providers/stripe/normalize.js';

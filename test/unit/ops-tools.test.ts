@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { loadConfig } from '../../src/config.js';
-import { formatDuration, parseDuration, parseTimeReference } from '../../src/ops/duration.js';
-import { simulateEvent, SIMULATED_EVENT_TYPES } from '../../src/ops/simulator/events.js';
+import { loadConfig } from '../../src/config/load.js';
+import { formatDuration, parseDuration, parseTimeReference } from '../../src/config/duration.js';
+import { simulateEvent, SIMULATED_EVENT_TYPES } from '../../src/ops/simulator/simulated-events.js';
 import { signEvent } from '../../src/ops/simulator/sign.js';
 import { ProviderRegistry } from '../../src/providers/registry.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, TEST_SECRETS } from '../support/signing.js';

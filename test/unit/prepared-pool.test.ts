@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { MysqlPoolConnection } from 'kysely';
 import type { Pool } from 'mysql2';
-import { MAX_PREPARED_PARAMETERS, preparingPool } from '../../src/store/mysql/prepared-pool.js';
+import { MAX_PREPARED_PARAMETERS, preparingPool } from '../../src/db/mysql/prepared-pool.js';
 
 /** A mysql2 pool of one connection whose `execute` answers as `onExecute` says; records what ran how. */
 function stubPool(onExecute: (callback: (error: unknown, result?: unknown) => void) => void) {

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
-import type { EventApplier } from '../../src/domain/handlers.js';
+import type { EventApplier } from '../../src/domain/applier.js';
 import type { InboxMetrics } from '../../src/observability/metrics.js';
 import { Processor } from '../../src/processing/processor.js';
-import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../../src/store/store.js';
+import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../../src/store/inbox-store.js';
 
 /** A store holding one event, leased for `leaseMs` from the claim; completion runs the work and commits. */
 function oneEventStore(leaseMs: number) {

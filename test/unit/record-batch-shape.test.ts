@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DummyDriver, Kysely, MysqlAdapter, MysqlIntrospector, MysqlQueryCompiler, type CompiledQuery } from 'kysely';
-import { newEventRow, newEventsInsert, recordBatchShape } from '../../src/store/group-commit.js';
-import { MAX_RECORD_BATCH } from '../../src/store/inbox-store.js';
-import { MAX_PREPARED_PARAMETERS } from '../../src/store/mysql/prepared-pool.js';
-import type { InboxDatabase } from '../../src/store/schema.js';
+import { newEventRow, newEventsInsert, recordBatchShape } from '../../src/store/record.js';
+import { MAX_RECORD_BATCH } from '../../src/store/kysely-store.js';
+import { MAX_PREPARED_PARAMETERS } from '../../src/db/mysql/prepared-pool.js';
+import type { InboxDatabase } from '../../src/db/schema.js';
 
 const sizes = Array.from({ length: MAX_RECORD_BATCH }, (_, i) => i + 1);
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { Sweeper } from '../../src/processing/sweeper.js';
-import type { InboxStore } from '../../src/store/store.js';
+import type { InboxStore } from '../../src/store/inbox-store.js';
 
 const HOUR = 3_600_000;
 

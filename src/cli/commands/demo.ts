@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { runDemo } from '../../ops/demo.js';
+import { runDemo } from '../demo.js';
 import { printJson, printTable } from '../output.js';
 
 export function registerDemoCommand(program: Command): void {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { PROVIDER_NAMES } from '../../providers/provider.js';
-import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/events.js';
+import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/event-lookup.js';
 import { choiceOption, configOrExit, positiveIntegerOption, timeOption, withInbox } from '../context.js';
 import { printFields, printJson, printTable } from '../output.js';
 

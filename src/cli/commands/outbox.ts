@@ -1,8 +1,8 @@
 import { Option, type Command } from 'commander';
 import { systemClock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/load.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry } from '../../outbox/outbox-store.js';
-import type { OutboxStatus } from '../../store/schema.js';
+import type { OutboxStatus } from '../../db/schema.js';
 import { openStore } from '../../store/open-store.js';
 import { positiveIntegerOption, wholeNumberOption } from '../context.js';
 

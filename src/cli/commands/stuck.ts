@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { sendStuckAlert } from '../../ops/alert.js';
-import { formatDuration } from '../../ops/duration.js';
+import { formatDuration } from '../../config/duration.js';
 import { OperationError } from '../../ops/errors.js';
 import { findStuck, STUCK_KIND_LABELS, summarizeStuck } from '../../ops/stuck.js';
 import { configOrExit, durationOption, EXIT_FAILED, withInbox } from '../context.js';

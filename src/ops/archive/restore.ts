@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { ProviderRegistry } from '../../providers/registry.js';
-import type { InboxDatabase } from '../../store/schema.js';
-import { isCalendarDate } from '../duration.js';
+import type { InboxDatabase } from '../../db/schema.js';
+import { isCalendarDate } from '../../config/duration.js';
 import { OperationError } from '../errors.js';
 import { readArchiveLines, type ArchivedEvent } from './files.js';
 import { loadManifest } from './manifest.js';

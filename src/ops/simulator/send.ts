@@ -1,7 +1,7 @@
-import type { ProviderSettings } from '../../config.js';
+import type { ProviderSettings } from '../../config/load.js';
 import type { Clock } from '../../clock.js';
 import type { ProviderName } from '../../providers/provider.js';
-import type { SimulatedEvent } from './events.js';
+import type { SimulatedEvent } from './simulated-events.js';
 import { signEvent } from './sign.js';
 
 export interface SendOptions {

@@ -1,9 +1,9 @@
-import type { ProviderSettings } from '../../config.js';
-import { hmacSha256Hex } from '../../providers/delivery.js';
+import type { ProviderSettings } from '../../config/load.js';
+import { hmacSha256Hex } from '../../providers/payload.js';
 import { payuReverseHash } from '../../providers/payu/verify.js';
 import type { ProviderName } from '../../providers/provider.js';
 import { OperationError } from '../errors.js';
-import { randomId, type SimulatedEvent } from './events.js';
+import { randomId, type SimulatedEvent } from './simulated-events.js';
 
 /** An HTTP request as the provider would send it. */
 export interface SignedDelivery {

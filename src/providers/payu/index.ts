@@ -1,4 +1,4 @@
-import type { PayuSettings } from '../../config.js';
+import type { PayuSettings } from '../../config/load.js';
 import type { ProviderDefinition } from '../provider.js';
 import { payuToCanonical } from './normalize.js';
 import { createPayuVerifier } from './verify.js';

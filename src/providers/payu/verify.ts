@@ -1,6 +1,6 @@
-import type { PayuSettings } from '../../config.js';
+import type { PayuSettings } from '../../config/load.js';
 import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../../errors.js';
-import { bodyText, digestMatches, headerValue, identifier, keptHeaders, parseJsonObject, sha512Hex } from '../delivery.js';
+import { bodyText, digestMatches, headerValue, identifier, keptHeaders, parseJsonObject, sha512Hex } from '../payload.js';
 import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
 
 export type PayuFields = Record<string, string>;

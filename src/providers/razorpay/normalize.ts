@@ -1,5 +1,5 @@
-import { ignored, metadataString, type PaymentState } from '../../domain/payment-event.js';
-import { integerAt, isRecord, path, stringAt } from '../delivery.js';
+import { ignored, metadataString, type PaymentState } from '../../model/payment-event.js';
+import { integerAt, isRecord, path, stringAt } from '../payload.js';
 import type { Normalizer } from '../provider.js';
 
 const STATES: Record<string, PaymentState> = {

@@ -1,6 +1,6 @@
-import type { RazorpaySettings } from '../../config.js';
+import type { RazorpaySettings } from '../../config/load.js';
 import { SignatureError } from '../../errors.js';
-import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../delivery.js';
+import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../payload.js';
 import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
 
 /** X-Razorpay-Signature is hex(HMAC-SHA256(secret, raw body)); the event id travels only in a header. */

@@ -1,7 +1,7 @@
-import type { StripeSettings } from '../../config.js';
+import type { StripeSettings } from '../../config/load.js';
 import { SignatureError } from '../../errors.js';
 import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
-import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../delivery.js';
+import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../payload.js';
 
 interface SignatureHeader {
   timestamp: number | null;

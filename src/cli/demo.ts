@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/load.js';
 import type { ProviderName } from '../providers/provider.js';
-import { simulateEvent, type SimulatedPayment } from './simulator/events.js';
-import { sendEvent, type SendReport } from './simulator/send.js';
+import { simulateEvent, type SimulatedPayment } from '../ops/simulator/simulated-events.js';
+import { sendEvent, type SendReport } from '../ops/simulator/send.js';
 
 export interface DemoStep {
   title: string;

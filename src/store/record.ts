@@ -1,9 +1,9 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { VerifiedEvent } from '../providers/provider.js';
-import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
-import { groupBy } from './batcher.js';
-import { compiledRowsStatement } from './compiled-statement.js';
-import type { RecordResult } from './store.js';
+import type { DbTime, EventStatus, InboxDatabase } from '../db/schema.js';
+import { groupBy } from '../db/batcher.js';
+import { compiledRowsStatement } from '../db/compiled-statement.js';
+import type { RecordResult } from './inbox-store.js';
 
 export interface RecordRequest {
   event: VerifiedEvent;

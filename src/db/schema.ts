@@ -1,5 +1,5 @@
 import type { Generated } from 'kysely';
-import type { PaymentState } from '../domain/payment-event.js';
+import type { PaymentState } from '../model/payment-event.js';
 
 /**
  * Table shapes (DESIGN.md's data model). Times are UTC strings 'YYYY-MM-DD HH:MM:SS.mmm' in every

@@ -1,10 +1,10 @@
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
-import { MAX_KEY_LENGTH } from '../providers/delivery.js';
+import { MAX_KEY_LENGTH } from '../providers/payload.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import { toDbTime, type DbTime } from '../store/schema.js';
-import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/store.js';
-import type { PaymentState } from './payment-event.js';
+import { toDbTime, type DbTime } from '../db/schema.js';
+import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';
+import type { PaymentState } from '../model/payment-event.js';
 import { advancePayment, type Payment } from './payments.js';
 
 export interface PaymentContext {

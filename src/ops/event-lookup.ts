@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import { toEventState } from '../store/inbox-store.js';
-import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../store/schema.js';
-import type { EventState } from '../store/store.js';
+import { toEventState } from '../store/kysely-store.js';
+import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import type { EventState } from '../store/inbox-store.js';
 import { OperationError } from './errors.js';
 
 export type EventRow = Selectable<WebhookEventsTable>;

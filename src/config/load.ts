@@ -4,9 +4,9 @@ import { isIP } from 'node:net';
 import { parseEnv } from 'node:util';
 import addressparser from 'nodemailer/lib/addressparser';
 import { Cron } from 'croner';
-import { ConfigError } from './errors.js';
-import { parseDuration } from './ops/duration.js';
-import { databaseUrlProblem, DEFAULT_RECORD_CONNECTIONS } from './store/open-store.js';
+import { ConfigError } from '../errors.js';
+import { parseDuration } from './duration.js';
+import { databaseUrlProblem, DEFAULT_RECORD_CONNECTIONS } from '../store/open-store.js';
 
 export type ProcessingMode = 'background' | 'inline';
 

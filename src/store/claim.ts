@@ -1,12 +1,12 @@
 import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
 import type { ProviderName } from '../providers/provider.js';
-import { groupBy } from './batcher.js';
-import { caseById, caseWhen } from './sql-case.js';
-import { heldBy, newLease } from './lease.js';
+import { groupBy } from '../db/batcher.js';
+import { caseById, caseWhen } from '../db/sql-case.js';
+import { heldBy, newLease } from '../db/lease.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
-import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from './schema.js';
-import type { BusinessTransaction, ClaimedEvent, CompletionBatch, CompletionWork, Lease } from './store.js';
+import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import type { BusinessTransaction, ClaimedEvent, CompletionBatch, CompletionWork, Lease } from './inbox-store.js';
 
 /**
  * The workers' writes for many events at once (see Batcher): a batch of claims is one transaction of
