@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
-import type { Config } from './config/load.js';
+import type { Config } from './config/settings.js';
 import { coursePlatform } from './domain/course-platform.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { installErrorHandling } from './http/errors.js';

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
-import type { ProcessingSettings } from './config/load.js';
+import type { ProcessingSettings } from './config/settings.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
 import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
 import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
 import type { Workers } from './processing/background-workers.js';
-import type { RawDelivery, VerifiedEvent } from './providers/provider.js';
+import type { RawDelivery, VerifiedEvent } from './model/delivery.js';
 import type { ProviderRegistry } from './providers/registry.js';
 import type { EventQueue } from './queue/queue.js';
 import type { InboxStore, RecordResult } from './store/inbox-store.js';

@@ -1,6 +1,8 @@
 /** The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`. */
 export { createApp, createInbox, createServer, startWorkers, type AppOptions, type InboxOptions } from './app.js';
-export { loadConfig, readEnvironment, type Config } from './config/load.js';
+export { loadConfig } from './config/load.js';
+export { readEnvironment } from './config/environment.js';
+export { type Config } from './config/settings.js';
 export { Inbox, type ReceiveResult } from './inbox.js';
 export { webhookRoutes } from './http/webhook-routes.js';
 export { opsRoutes } from './http/ops-routes.js';
@@ -18,6 +20,6 @@ export { OutboxDispatcher, type DispatchCounts } from './outbox/dispatcher.js';
 export { OutboxStore, type OutboxEntry, type OutboxMessage } from './outbox/outbox-store.js';
 export type { Delivered, OutboxTransport, OutboxTransports } from './outbox/transport.js';
 export type { PaymentEvent, PaymentState, CanonicalEvent } from './model/payment-event.js';
-export type { ProviderName, RawDelivery, VerifiedEvent } from './providers/provider.js';
+export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.js';
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';
 export type { InboxDatabase } from './db/schema.js';

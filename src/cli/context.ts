@@ -1,7 +1,9 @@
 import { InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { createInbox } from '../app.js';
-import { loadConfig, readEnvironment, type Config } from '../config/load.js';
+import { loadConfig } from '../config/load.js';
+import { readEnvironment } from '../config/environment.js';
+import { type Config } from '../config/settings.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { parseDuration, parseTimeReference } from '../config/duration.js';

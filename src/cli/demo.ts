@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
-import type { ProviderName } from '../providers/provider.js';
+import type { ProviderName } from '../model/delivery.js';
 import { simulateEvent, type SimulatedPayment } from '../ops/simulator/simulated-events.js';
 import { sendEvent, type SendReport } from '../ops/simulator/send.js';
 

@@ -1,4 +1,4 @@
-import type { Config } from './load.js';
+import type { Config } from './settings.js';
 
 /** Keys whose values are credentials, whatever module adds them to the config. */
 const SECRET_KEY = /secret|salt|password|token|merchantKey|apiKey/i;

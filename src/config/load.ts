@@ -1,150 +1,24 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { isIP } from 'node:net';
-import { parseEnv } from 'node:util';
-import addressparser from 'nodemailer/lib/addressparser';
-import { Cron } from 'croner';
 import { ConfigError } from '../errors.js';
-import { parseDuration } from './duration.js';
-import { databaseUrlProblem, DEFAULT_RECORD_CONNECTIONS } from '../store/open-store.js';
-
-export type ProcessingMode = 'background' | 'inline';
-
-export interface StripeSettings {
-  /** Every configured endpoint secret; during a roll both the old and the new one are accepted. */
-  secrets: string[];
-  toleranceSeconds: number;
-}
-
-export interface RazorpaySettings {
-  secrets: string[];
-}
-
-export interface PayuSettings {
-  merchantKey: string;
-  merchantSalt: string;
-}
-
-/** Which providers are configured; a provider left `null` answers 503 (fails closed). */
-export interface ProviderSettings {
-  stripe: StripeSettings | null;
-  razorpay: RazorpaySettings | null;
-  payu: PayuSettings | null;
-}
-
-export interface ProcessingSettings {
-  mode: ProcessingMode;
-  leaseMs: number;
-  concurrency: number;
-  maxAttempts: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  sweepIntervalMs: number;
-  inlineWaitMs: number;
-  /** How long a delivery waits for its database insert before the answer is a 503. */
-  recordTimeoutMs: number;
-}
-
-/** Set: the Redis Streams transport; null: in-process. */
-export interface RedisSettings {
-  url: string;
-  stream: string;
-}
-
-/** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
-export interface OperationsSettings {
-  alertWebhookUrl: string | null;
-  stuckCheck: { cron: string | null; olderThanMs: number };
-  archive: { cron: string | null; dir: string | null; olderThanMs: number };
-}
-
-export interface SmtpSettings {
-  /** smtp:// or smtps:// with credentials; never logged. */
-  url: string;
-  from: string;
-  timeoutMs: number;
-}
-
-export interface FulfilmentSettings {
-  url: string;
-  timeoutMs: number;
-}
-
-/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
-export interface OutboxSettings {
-  /** Deliveries in flight at once (each an SMTP or HTTP call), per process. */
-  concurrency: number;
-  smtp: SmtpSettings | null;
-  fulfilment: FulfilmentSettings | null;
-}
-
-export interface Config {
-  host: string;
-  port: number;
-  databaseUrl: string;
-  dbPoolSize: number;
-  /** Connections that record deliveries, a group-commit batch at a time on each (MySQL). */
-  dbRecordConnections: number;
-  migrateOnStart: boolean;
-  bodyLimitBytes: number;
-  logLevel: string;
-  shutdownTimeoutMs: number;
-  /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */
-  heapGrowthPercent: number;
-  providers: ProviderSettings;
-  processing: ProcessingSettings;
-  redis: RedisSettings | null;
-  operations: OperationsSettings;
-  outbox: OutboxSettings;
-}
+import { databaseUrlProblem } from './database-url.js';
+import { EnvReader, readEnvironment, type Env } from './environment.js';
+import type { Config, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-type Env = Record<string, string | undefined>;
-
-interface NumberRange {
-  min: number;
-  max: number;
-  integer?: boolean;
-  hint?: string;
-}
-
-export interface Environment {
-  variables: Env;
-  /** The .env file read beneath the real environment, or null when there was none. */
-  file: string | null;
-}
-
 /**
- * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
- * `./.env` when present. A variable set in the real environment wins over the file.
+ * Connections that record deliveries (DB_RECORD_CONNECTIONS), each running one group-commit batch at a
+ * time: one batch fills while the other commits, and one held up (a lock wait) does not stop the
+ * deliveries behind it. On a database nearby, few connections make few large statements, which cost
+ * the database and the service less CPU per delivery; across a slow link more of them hide the round
+ * trip (docs/performance.md has the measurements).
  */
-export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
-  const named = env.ENV_FILE?.trim();
-  const file = resolve(cwd, named || '.env');
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (!named && code === 'ENOENT') return { variables: env, file: null };
-    const reason = code ?? (error as Error).message;
-    throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
-  }
-  const variables: Env = parseEnv(text);
-  for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
-  return { variables, file };
-}
+export const DEFAULT_RECORD_CONNECTIONS = 2;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
  * Reads and validates the whole configuration from the environment (by default the process's, over
  * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
  */
-/** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
-const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-
 export function loadConfig(env: Env = readEnvironment().variables): Config {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
@@ -171,7 +45,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
   const config: Config = {
     host: read.host('HOST', '0.0.0.0'),
     port: read.integer('PORT', 3000, { min: 0, max: 65_535 }),
-    databaseUrl: read.databaseUrl('DATABASE_URL'),
+    databaseUrl: readDatabaseUrl(read),
     dbPoolSize: read.integer('DB_POOL_SIZE', 10, { min: 1, max: 1000 }),
     dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
     migrateOnStart: read.boolean('MIGRATE_ON_START', true),
@@ -247,169 +121,9 @@ function readOutbox(read: EnvReader): OutboxSettings {
   };
 }
 
-class EnvReader {
-  constructor(
-    private readonly env: Env,
-    private readonly problems: string[],
-  ) {}
-
-  problem(message: string): void {
-    this.problems.push(message);
-  }
-
-  isSet(name: string): boolean {
-    return this.raw(name) !== undefined;
-  }
-
-  private raw(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value.trim() === '' ? undefined : value.trim();
-  }
-
-  string(name: string, fallback: string): string {
-    return this.raw(name) ?? fallback;
-  }
-
-  number(name: string, fallback: number, range: NumberRange): number {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    const pattern = range.integer ? /^\d+$/ : /^\d+(\.\d+)?$/;
-    if (!pattern.test(raw) || value < range.min || value > range.max) {
-      const kind = range.integer ? 'an integer' : 'a number';
-      const hint = range.hint ? `; ${range.hint}` : '';
-      this.problem(`${name} must be ${kind} from ${range.min} to ${range.max} (got "${raw}")${hint}`);
-      return fallback;
-    }
-    return value;
-  }
-
-  integer(name: string, fallback: number, range: Omit<NumberRange, 'integer'>): number {
-    return this.number(name, fallback, { ...range, integer: true });
-  }
-
-  boolean(name: string, fallback: boolean): boolean {
-    const raw = this.raw(name)?.toLowerCase();
-    if (raw === undefined) return fallback;
-    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
-    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
-    this.problem(`${name} must be true or false (got "${raw}")`);
-    return fallback;
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    if ((allowed as readonly string[]).includes(raw)) return raw as T;
-    this.problem(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
-    return fallback;
-  }
-
-  /** An IP address or a host name as DNS spells it; whether it resolves shows when the server listens. */
-  host(name: string, fallback: string): string {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
-      this.problem(`${name} must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1 or ::1 (got "${raw}")`);
-      return fallback;
-    }
-    return raw;
-  }
-
-  /** A secret is reported by name only: its value never reaches a message or a log. */
-  optionalSecret(name: string): string | undefined {
-    const raw = this.raw(name);
-    if (raw !== undefined && /\s/.test(raw)) {
-      this.problem(`${name} contains whitespace; paste the value exactly as the provider shows it`);
-      return undefined;
-    }
-    return raw;
-  }
-
-  /** Comma-separated secrets, so an old and a new secret can both be accepted during a rotation. */
-  secretList(name: string): string[] | undefined {
-    const raw = this.raw(name);
-    if (raw === undefined) return undefined;
-    const secrets = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
-    if (secrets.length === 0) {
-      this.problem(`${name} holds no secret (expected one or more comma-separated values)`);
-      return undefined;
-    }
-    if (secrets.some((s) => /\s/.test(s))) {
-      this.problem(`${name} contains a secret with whitespace inside; separate several secrets with commas only`);
-      return undefined;
-    }
-    return secrets;
-  }
-
-  duration(name: string, fallback: string): number {
-    const raw = this.raw(name) ?? fallback;
-    try {
-      return parseDuration(raw);
-    } catch (error) {
-      this.problem(`${name}: ${(error as Error).message}`);
-      return parseDuration(fallback);
-    }
-  }
-
-  /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
-  cron(name: string, fallback: string | null): string | null {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    if (raw.toLowerCase() === 'off') return null;
-    try {
-      new Cron(raw, { paused: true }).stop();
-      return raw;
-    } catch (error) {
-      this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
-      return fallback;
-    }
-  }
-
-  /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
-  streamKey(name: string, fallback: string): string {
-    const raw = this.raw(name);
-    if (raw === undefined) return fallback;
-    if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
-    this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
-    return fallback;
-  }
-
-  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
-  url(name: string, schemes: string[], example: string): string | undefined {
-    const raw = this.raw(name);
-    if (raw === undefined) return undefined;
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
-      return undefined;
-    }
-    if (!schemes.includes(url.protocol) || url.hostname === '') {
-      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
-      return undefined;
-    }
-    return raw;
-  }
-
-  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
-  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
-  mailAddress(name: string): string | undefined {
-    const raw = this.raw(name);
-    if (raw === undefined) return undefined;
-    const addresses = addressparser(raw, { flatten: true });
-    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
-      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
-      return undefined;
-    }
-    return raw;
-  }
-
-  databaseUrl(name: string): string {
-    const raw = this.raw(name) ?? DEFAULT_DATABASE_URL;
-    const problem = databaseUrlProblem(raw);
-    if (problem) this.problem(`${name} ${problem}`);
-    return raw;
-  }
+function readDatabaseUrl(read: EnvReader): string {
+  const raw = read.string('DATABASE_URL', DEFAULT_DATABASE_URL);
+  const problem = databaseUrlProblem(raw);
+  if (problem) read.problem(`DATABASE_URL ${problem}`);
+  return raw;
 }

@@ -11,8 +11,6 @@ export interface StoreBackend {
   readonly columnTypes: ColumnTypes;
   /** Group-commit batches that may commit at the same time (one for a single-writer database). */
   readonly maxConcurrentBatches: number;
-  /** What is wrong with a DATABASE_URL of this backend's scheme, or null when it is usable. */
-  validateUrl(url: URL): string | null;
   /**
    * `preparedStatements`: statements with values run prepared on the server, where the backend can
    * (for the few shapes the acknowledgement path runs; see mysql/prepared-pool.ts).

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
-import { MAX_KEY_LENGTH } from '../providers/payload.js';
+import { MAX_KEY_LENGTH } from '../model/delivery.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { toDbTime, type DbTime } from '../db/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
-import { isProviderName, PROVIDER_NAMES } from '../providers/provider.js';
+import { isProviderName, PROVIDER_NAMES } from '../model/delivery.js';
 import { errorCode } from './errors.js';
 
 export interface WebhookRoutesOptions {

@@ -1,5 +1,5 @@
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
-import { isRecord } from '../providers/payload.js';
+import { isRecord } from '../model/json.js';
 
 const CENSOR = '[redacted]';
 

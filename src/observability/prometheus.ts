@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import { staleState } from '../domain/applier.js';
-import { isProviderName, PROVIDER_NAMES } from '../providers/provider.js';
+import { isProviderName, PROVIDER_NAMES } from '../model/delivery.js';
 import type { OutboxStatus } from '../db/schema.js';
 import type { PipelineStats } from '../store/inbox-store.js';
 import type { AttemptResult, DeliveryResult, InboxMetrics } from './metrics.js';

@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { OperationsSettings } from '../config/load.js';
+import type { OperationsSettings } from '../config/settings.js';
 import type { InboxDatabase } from '../db/schema.js';
 import { sendStuckAlert } from './alert.js';
 import { Archiver } from './archive/archiver.js';

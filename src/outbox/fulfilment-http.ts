@@ -1,4 +1,4 @@
-import type { FulfilmentSettings } from '../config/load.js';
+import type { FulfilmentSettings } from '../config/settings.js';
 import { PermanentError, RetryLaterError } from '../errors.js';
 import { readPaymentEffect } from './payment-effect.js';
 import type { OutboxTransport } from './transport.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config/load.js';
+import type { Config } from '../config/settings.js';
 import { COURSE_EFFECTS } from '../domain/course-platform.js';
 import { OutboxDispatcher } from './dispatcher.js';
 import { httpFulfilment } from './fulfilment-http.js';

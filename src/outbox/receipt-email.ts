@@ -1,6 +1,6 @@
 import nodemailer, { type NodemailerError } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
-import type { SmtpSettings } from '../config/load.js';
+import type { SmtpSettings } from '../config/settings.js';
 import type { PaymentEffect } from '../domain/course-platform.js';
 import { PermanentError } from '../errors.js';
 import { readPaymentEffect } from './payment-effect.js';

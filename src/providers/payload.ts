@@ -1,55 +1,9 @@
 import { isUtf8 } from 'node:buffer';
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
+import { MAX_KEY_LENGTH } from '../model/delivery.js';
+import { isRecord } from '../model/json.js';
 
-/** Building blocks every provider adapter uses: header access, digests, body parsing, event ids. */
-
-export function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const value = headers[name];
-  if (Array.isArray(value)) return value.join(', ');
-  return value === undefined || value === '' ? undefined : value;
-}
-
-/** The headers worth storing with an event so it can be verified again later. */
-export function keptHeaders(headers: IncomingHttpHeaders, names: string[]): Record<string, string> {
-  const kept: Record<string, string> = {};
-  for (const name of names) {
-    const value = headerValue(headers, name);
-    if (value !== undefined) kept[name] = value;
-  }
-  return kept;
-}
-
-export function hmacSha256Hex(secret: string, ...parts: Array<string | Buffer>): string {
-  const hmac = createHmac('sha256', secret);
-  for (const part of parts) hmac.update(part);
-  return hmac.digest('hex');
-}
-
-export function sha512Hex(text: string): string {
-  return createHash('sha512').update(text, 'utf8').digest('hex');
-}
-
-/**
- * Constant-time comparison of a received hex digest with an expected one. Exact text match, like the
- * providers' SDKs (upper-case hex is rejected); only the length check can short-circuit, and lengths
- * are public.
- */
-export function digestMatches(received: string, expected: string): boolean {
-  const a = Buffer.from(received, 'utf8');
-  const b = Buffer.from(expected, 'utf8');
-  return a.length === b.length && timingSafeEqual(a, b);
-}
-
-/** True when any received signature matches any expected one; every pair is compared. */
-export function anyDigestMatches(received: readonly string[], expected: readonly string[]): boolean {
-  let matched = false;
-  for (const r of received) {
-    for (const e of expected) matched = digestMatches(r, e) || matched;
-  }
-  return matched;
-}
+/** Reading a delivery's body and the fields of a payload, as every provider adapter does. */
 
 export function bodyText(body: Buffer): string {
   if (!isUtf8(body)) throw new BadRequestError('request body is not valid UTF-8', 'malformed_body');
@@ -67,13 +21,6 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   if (!isRecord(value)) throw new BadRequestError('request body must be a JSON object', 'malformed_body');
   return value;
 }
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Identifiers become VARCHAR(255) keys. */
-export const MAX_KEY_LENGTH = 255;
 
 /**
  * Validates a provider-supplied identifier (event id, event type) before it becomes part of a unique

@@ -1,9 +1,10 @@
-import type { ProviderSettings } from '../config/load.js';
+import type { ProviderSettings } from '../config/settings.js';
 import type { CanonicalEvent } from '../model/payment-event.js';
 import { ProviderNotConfiguredError, UnknownProviderError } from '../errors.js';
 import { payu } from './payu/index.js';
-import { MAX_KEY_LENGTH } from './payload.js';
-import { isProviderName, PROVIDER_NAMES, type ProviderDefinition, type ProviderName, type VerifiedEvent, type Verifier } from './provider.js';
+import { MAX_KEY_LENGTH } from '../model/delivery.js';
+import { type ProviderDefinition, type Verifier } from './provider.js';
+import { isProviderName, PROVIDER_NAMES, type ProviderName, type VerifiedEvent } from '../model/delivery.js';
 import { razorpay } from './razorpay/index.js';
 import { stripe } from './stripe/index.js';
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { RedisSettings } from '../config/load.js';
+import type { RedisSettings } from '../config/settings.js';
 import { InProcessQueue } from './in-process.js';
 import type { EventQueue } from './queue.js';
 import { RedisStreamsQueue } from './redis-streams.js';

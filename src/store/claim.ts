@@ -1,6 +1,6 @@
 import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
 import { LeaseLostError } from '../errors.js';
-import type { ProviderName } from '../providers/provider.js';
+import type { ProviderName } from '../model/delivery.js';
 import { groupBy } from '../db/batcher.js';
 import { caseById, caseWhen } from '../db/sql-case.js';
 import { heldBy, newLease } from '../db/lease.js';

@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
 import type { PaymentRef } from './payment-leases.js';
 import type { EventStatus, InboxDatabase } from '../db/schema.js';
 

@@ -1,7 +1,7 @@
 import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
-import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
+import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { compiledStatement } from '../db/compiled-statement.js';

@@ -1,5 +1,5 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
-import type { VerifiedEvent } from '../providers/provider.js';
+import type { VerifiedEvent } from '../model/delivery.js';
 import type { DbTime, EventStatus, InboxDatabase } from '../db/schema.js';
 import { groupBy } from '../db/batcher.js';
 import { compiledRowsStatement } from '../db/compiled-statement.js';

@@ -6,7 +6,7 @@ import type { PaymentEvent } from '../../src/model/payment-event.js';
 import { coursePlatform } from '../../src/domain/course-platform.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError, StoreUnavailableError } from '../../src/errors.js';
-import type { VerifiedEvent } from '../../src/providers/provider.js';
+import type { VerifiedEvent } from '../../src/model/delivery.js';
 import { ConcurrentInsertError, newEventsInsert, recordBatch } from '../../src/store/record.js';
 import { hasInsertReturning, mysqlBackend } from '../../src/db/mysql/backend.js';
 import { openStore } from '../../src/store/open-store.js';

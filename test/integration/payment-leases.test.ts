@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { LeaseLostError } from '../../src/errors.js';
-import type { VerifiedEvent } from '../../src/providers/provider.js';
+import type { VerifiedEvent } from '../../src/model/delivery.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { describeEachStore } from '../support/store-suite.js';
 

@@ -4,7 +4,7 @@ import { coursePlatform } from '../../src/domain/course-platform.js';
 import type { PaymentEvent, PaymentState } from '../../src/model/payment-event.js';
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError } from '../../src/errors.js';
-import type { VerifiedEvent } from '../../src/providers/provider.js';
+import type { VerifiedEvent } from '../../src/model/delivery.js';
 import { TransactionBatch } from '../../src/store/claim.js';
 import { toDbTime } from '../../src/db/schema.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { VerifiedEvent } from '../../src/providers/provider.js';
+import type { VerifiedEvent } from '../../src/model/delivery.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../support/database.js';

@@ -1,7 +1,8 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig, readEnvironment } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
+import { readEnvironment } from '../../src/config/environment.js';
 
 /** A directory without a .env file, so the developer's own .env never leaks into a test. */
 export const EMPTY_DIR = mkdtempSync(path.join(tmpdir(), 'wi-env-'));

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../src/config/display.js';
-import { loadConfig, readEnvironment } from '../../src/config/load.js';
+import { loadConfig } from '../../src/config/load.js';
+import { readEnvironment } from '../../src/config/environment.js';
 import { ConfigError } from '../../src/errors.js';
 import { EMPTY_DIR, variablesRead } from '../support/environment.js';
 

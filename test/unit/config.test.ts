@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { DEFAULT_DATABASE_URL, loadConfig, readEnvironment } from '../../src/config/load.js';
+import { DEFAULT_DATABASE_URL, loadConfig } from '../../src/config/load.js';
+import { readEnvironment } from '../../src/config/environment.js';
 import { ConfigError } from '../../src/errors.js';
 import { EMPTY_DIR, variablesRead } from '../support/environment.js';
 

@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../../src/errors.js';
-import type { VerifiedEvent } from '../../src/providers/provider.js';
+import type { VerifiedEvent } from '../../src/model/delivery.js';
 import { rupeesToPaise } from '../../src/providers/payu/normalize.js';
 import { createPayuVerifier } from '../../src/providers/payu/verify.js';
 import { PAYLOADS_DIR, payload, payloadJson } from '../support/fixtures.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { PROVIDER_NAMES } from '../../providers/provider.js';
+import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/event-lookup.js';
 import { choiceOption, configOrExit, positiveIntegerOption, timeOption, withInbox } from '../context.js';
 import { printFields, printJson, printTable } from '../output.js';

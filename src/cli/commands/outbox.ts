@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { systemClock } from '../../clock.js';
-import type { Config } from '../../config/load.js';
+import type { Config } from '../../config/settings.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry } from '../../outbox/outbox-store.js';
 import type { OutboxStatus } from '../../db/schema.js';
 import { openStore } from '../../store/open-store.js';

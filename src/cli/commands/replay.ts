@@ -1,6 +1,6 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
-import { PROVIDER_NAMES } from '../../providers/provider.js';
+import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { Replayer, replayResultText, type ReplayItem, type ReplaySelection } from '../../ops/replay.js';
 import { choiceOption, configOrExit, EXIT_FAILED, positiveIntegerOption, timeOption, withInbox } from '../context.js';
 import { printJson, printTable, progressBar, type Column } from '../output.js';

@@ -1,6 +1,6 @@
 import { Argument, type Command } from 'commander';
 import { systemClock } from '../../clock.js';
-import { PROVIDER_NAMES, type ProviderName } from '../../providers/provider.js';
+import { PROVIDER_NAMES, type ProviderName } from '../../model/delivery.js';
 import { simulateEvent, SIMULATED_EVENT_TYPES } from '../../ops/simulator/simulated-events.js';
 import { sendEvent } from '../../ops/simulator/send.js';
 import { configOrExit, EXIT_FAILED, positiveIntegerOption } from '../context.js';

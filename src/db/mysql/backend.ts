@@ -1,5 +1,7 @@
 import { Kysely, MysqlDialect, sql } from 'kysely';
 import { createConnection, createPool } from 'mysql2';
+import { serverDatabaseName } from '../../config/database-url.js';
+import { MAX_KEY_LENGTH } from '../../model/delivery.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
@@ -9,7 +11,7 @@ const COLUMN_TYPES: ColumnTypes = {
   id: sql`bigint unsigned`,
   bigint: sql`bigint`,
   timestamp: sql`datetime(3)`,
-  key: sql`varchar(255)`,
+  key: sql.raw(`varchar(${MAX_KEY_LENGTH})`),
   shortText: sql`varchar(64)`,
   // LONGTEXT, not JSON: MySQL 8 re-serialises JSON columns, and the payload must stay byte-exact.
   longText: sql`longtext`,
@@ -39,10 +41,6 @@ function driverError(error: unknown): { code?: string; errno?: number; fatal?: b
   return typeof error === 'object' && error !== null ? (error as { code?: string; errno?: number; fatal?: boolean }) : {};
 }
 
-function databaseName(url: string): string {
-  return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
-}
-
 /** `SELECT VERSION()` of a server with INSERT ... RETURNING: MariaDB from 10.5 on; no MySQL release has it. */
 export function hasInsertReturning(version: string): boolean {
   const mariadb = /^(\d+)\.(\d+)\.\d+-.*mariadb/i.exec(version);
@@ -54,10 +52,6 @@ export const mysqlBackend: StoreBackend = {
   columnTypes: COLUMN_TYPES,
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
-
-  validateUrl(url) {
-    return databaseName(url.toString()) === '' ? 'must name a database, e.g. mysql://user@host:3306/webhook_inbox' : null;
-  },
 
   connect(url, { poolSize, preparedStatements = false }) {
     const pool = createPool({
@@ -85,7 +79,7 @@ export const mysqlBackend: StoreBackend = {
 
   async ensureDatabase(url) {
     const target = new URL(url);
-    const name = databaseName(url);
+    const name = serverDatabaseName(url);
     target.pathname = '/';
     const connection = createConnection({ uri: target.toString(), connectTimeout: 5000 }).promise();
     try {

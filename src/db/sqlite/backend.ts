@@ -13,6 +13,7 @@ import {
   type Dialect,
   type Driver,
 } from 'kysely';
+import { sqliteFilePath } from '../../config/database-url.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
@@ -42,21 +43,6 @@ const CONFLICT_CODES = /^SQLITE_(BUSY|LOCKED)/;
 function errorCode(error: unknown): string {
   const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
   return typeof code === 'string' ? code : '';
-}
-
-/**
- * `sqlite:path` (relative to the working directory) or `sqlite:/absolute/path`. Returns the file
- * path, or a problem description for config validation.
- */
-export function sqliteFilePath(url: URL): { path: string } | { problem: string } {
-  if (url.host !== '') {
-    return { problem: `names a host ("${url.host}"); use sqlite:relative/path.db or sqlite:/absolute/path.db` };
-  }
-  if (url.search !== '' || url.hash !== '') return { problem: 'takes no options after the file path' };
-  const path = decodeURIComponent(url.pathname);
-  if (path === '' || path.endsWith('/')) return { problem: 'must name a database file, e.g. sqlite:./data/webhook-inbox.db' };
-  if (path === ':memory:') return { problem: 'cannot be an in-memory database: acknowledged events must survive a restart' };
-  return { path };
 }
 
 function openDatabase(path: string): Database.Database {
@@ -172,11 +158,6 @@ export const sqliteBackend: StoreBackend = {
   columnTypes: COLUMN_TYPES,
   // One writer at a time: a second batch would only wait for the first.
   maxConcurrentBatches: 1,
-
-  validateUrl(url) {
-    const parsed = sqliteFilePath(url);
-    return 'problem' in parsed ? parsed.problem : null;
-  },
 
   connect(url) {
     const parsed = sqliteFilePath(new URL(url));

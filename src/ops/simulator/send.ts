@@ -1,6 +1,6 @@
-import type { ProviderSettings } from '../../config/load.js';
+import type { ProviderSettings } from '../../config/settings.js';
 import type { Clock } from '../../clock.js';
-import type { ProviderName } from '../../providers/provider.js';
+import type { ProviderName } from '../../model/delivery.js';
 import type { SimulatedEvent } from './simulated-events.js';
 import { signEvent } from './sign.js';
 

@@ -1,7 +1,7 @@
-import type { ProviderSettings } from '../../config/load.js';
-import { hmacSha256Hex } from '../../providers/payload.js';
+import type { ProviderSettings } from '../../config/settings.js';
+import { hmacSha256Hex } from '../../providers/digest.js';
 import { payuReverseHash } from '../../providers/payu/verify.js';
-import type { ProviderName } from '../../providers/provider.js';
+import type { ProviderName } from '../../model/delivery.js';
 import { OperationError } from '../errors.js';
 import { randomId, type SimulatedEvent } from './simulated-events.js';
 

@@ -1,5 +1,5 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import type { ProviderName } from '../../providers/provider.js';
+import type { ProviderName } from '../../model/delivery.js';
 import { OperationError } from '../errors.js';
 
 /** The payment a simulated event is about; anything left out is made up. */

@@ -1,4 +1,4 @@
-import type { PayuSettings } from '../../config/load.js';
+import type { PayuSettings } from '../../config/settings.js';
 import type { ProviderDefinition } from '../provider.js';
 import { payuToCanonical } from './normalize.js';
 import { createPayuVerifier } from './verify.js';

@@ -1,5 +1,5 @@
 import { ignored, metadataString, type PaymentState } from '../../model/payment-event.js';
-import { isRecord } from '../payload.js';
+import { isRecord } from '../../model/json.js';
 import type { Normalizer } from '../provider.js';
 
 /** PayU amounts are decimal rupee strings ("1500.00"); converted without floating point. */

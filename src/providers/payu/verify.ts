@@ -1,7 +1,10 @@
-import type { PayuSettings } from '../../config/load.js';
+import type { PayuSettings } from '../../config/settings.js';
 import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../../errors.js';
-import { bodyText, digestMatches, headerValue, identifier, keptHeaders, parseJsonObject, sha512Hex } from '../payload.js';
-import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
+import { bodyText, identifier, parseJsonObject } from '../payload.js';
+import { digestMatches, sha512Hex } from '../digest.js';
+import { headerValue, keptHeaders } from '../headers.js';
+import type { Verifier } from '../provider.js';
+import type { RawDelivery, VerifiedEvent } from '../../model/delivery.js';
 
 export type PayuFields = Record<string, string>;
 

@@ -1,4 +1,4 @@
-import type { RazorpaySettings } from '../../config/load.js';
+import type { RazorpaySettings } from '../../config/settings.js';
 import type { ProviderDefinition } from '../provider.js';
 import { razorpayToCanonical } from './normalize.js';
 import { createRazorpayVerifier } from './verify.js';

@@ -1,5 +1,6 @@
 import { ignored, metadataString, type PaymentState } from '../../model/payment-event.js';
-import { integerAt, isRecord, path, stringAt } from '../payload.js';
+import { integerAt, path, stringAt } from '../payload.js';
+import { isRecord } from '../../model/json.js';
 import type { Normalizer } from '../provider.js';
 
 const STATES: Record<string, PaymentState> = {

@@ -1,7 +1,10 @@
-import type { RazorpaySettings } from '../../config/load.js';
+import type { RazorpaySettings } from '../../config/settings.js';
 import { SignatureError } from '../../errors.js';
-import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../payload.js';
-import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
+import { identifier, parseJsonObject } from '../payload.js';
+import { anyDigestMatches, hmacSha256Hex } from '../digest.js';
+import { headerValue, keptHeaders } from '../headers.js';
+import type { Verifier } from '../provider.js';
+import type { RawDelivery, VerifiedEvent } from '../../model/delivery.js';
 
 /** X-Razorpay-Signature is hex(HMAC-SHA256(secret, raw body)); the event id travels only in a header. */
 export function createRazorpayVerifier(settings: RazorpaySettings): Verifier {

@@ -1,4 +1,4 @@
-import type { StripeSettings } from '../../config/load.js';
+import type { StripeSettings } from '../../config/settings.js';
 import type { ProviderDefinition } from '../provider.js';
 import { stripeToCanonical } from './normalize.js';
 import { createStripeVerifier } from './verify.js';

@@ -1,7 +1,10 @@
-import type { StripeSettings } from '../../config/load.js';
+import type { StripeSettings } from '../../config/settings.js';
 import { SignatureError } from '../../errors.js';
-import type { RawDelivery, VerifiedEvent, Verifier } from '../provider.js';
-import { anyDigestMatches, headerValue, hmacSha256Hex, identifier, keptHeaders, parseJsonObject } from '../payload.js';
+import type { Verifier } from '../provider.js';
+import type { RawDelivery, VerifiedEvent } from '../../model/delivery.js';
+import { identifier, parseJsonObject } from '../payload.js';
+import { anyDigestMatches, hmacSha256Hex } from '../digest.js';
+import { headerValue, keptHeaders } from '../headers.js';
 
 interface SignatureHeader {
   timestamp: number | null;

@@ -1,0 +1,206 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+import { Cron } from 'croner';
+import addressparser from 'nodemailer/lib/addressparser';
+import { ConfigError } from '../errors.js';
+import { parseDuration } from './duration.js';
+
+export type Env = Record<string, string | undefined>;
+
+export interface NumberRange {
+  min: number;
+  max: number;
+  integer?: boolean;
+  hint?: string;
+}
+
+export interface Environment {
+  variables: Env;
+  /** The .env file read beneath the real environment, or null when there was none. */
+  file: string | null;
+}
+
+/**
+ * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
+ * `./.env` when present. A variable set in the real environment wins over the file.
+ */
+export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
+  const named = env.ENV_FILE?.trim();
+  const file = resolve(cwd, named || '.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!named && code === 'ENOENT') return { variables: env, file: null };
+    const reason = code ?? (error as Error).message;
+    throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
+  }
+  const variables: Env = parseEnv(text);
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
+  return { variables, file };
+}
+
+/** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+export class EnvReader {
+  constructor(
+    private readonly env: Env,
+    private readonly problems: string[],
+  ) {}
+
+  problem(message: string): void {
+    this.problems.push(message);
+  }
+
+  isSet(name: string): boolean {
+    return this.raw(name) !== undefined;
+  }
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  number(name: string, fallback: number, range: NumberRange): number {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    const pattern = range.integer ? /^\d+$/ : /^\d+(\.\d+)?$/;
+    if (!pattern.test(raw) || value < range.min || value > range.max) {
+      const kind = range.integer ? 'an integer' : 'a number';
+      const hint = range.hint ? `; ${range.hint}` : '';
+      this.problem(`${name} must be ${kind} from ${range.min} to ${range.max} (got "${raw}")${hint}`);
+      return fallback;
+    }
+    return value;
+  }
+
+  integer(name: string, fallback: number, range: Omit<NumberRange, 'integer'>): number {
+    return this.number(name, fallback, { ...range, integer: true });
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const raw = this.raw(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+    this.problem(`${name} must be true or false (got "${raw}")`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if ((allowed as readonly string[]).includes(raw)) return raw as T;
+    this.problem(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
+    return fallback;
+  }
+
+  /** An IP address or a host name as DNS spells it; whether it resolves shows when the server listens. */
+  host(name: string, fallback: string): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
+      this.problem(`${name} must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1 or ::1 (got "${raw}")`);
+      return fallback;
+    }
+    return raw;
+  }
+
+  /** A secret is reported by name only: its value never reaches a message or a log. */
+  optionalSecret(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw !== undefined && /\s/.test(raw)) {
+      this.problem(`${name} contains whitespace; paste the value exactly as the provider shows it`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** Comma-separated secrets, so an old and a new secret can both be accepted during a rotation. */
+  secretList(name: string): string[] | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const secrets = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    if (secrets.length === 0) {
+      this.problem(`${name} holds no secret (expected one or more comma-separated values)`);
+      return undefined;
+    }
+    if (secrets.some((s) => /\s/.test(s))) {
+      this.problem(`${name} contains a secret with whitespace inside; separate several secrets with commas only`);
+      return undefined;
+    }
+    return secrets;
+  }
+
+  duration(name: string, fallback: string): number {
+    const raw = this.raw(name) ?? fallback;
+    try {
+      return parseDuration(raw);
+    } catch (error) {
+      this.problem(`${name}: ${(error as Error).message}`);
+      return parseDuration(fallback);
+    }
+  }
+
+  /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
+  cron(name: string, fallback: string | null): string | null {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (raw.toLowerCase() === 'off') return null;
+    try {
+      new Cron(raw, { paused: true }).stop();
+      return raw;
+    } catch (error) {
+      this.problem(`${name} is not a cron expression (got "${raw}": ${(error as Error).message}); e.g. "0 9 * * *", or "off"`);
+      return fallback;
+    }
+  }
+
+  /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
+  streamKey(name: string, fallback: string): string {
+    const raw = this.raw(name);
+    if (raw === undefined) return fallback;
+    if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
+    this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
+    return fallback;
+  }
+
+  /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
+  url(name: string, schemes: string[], example: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      this.problem(`${name} is not a valid URL (expected e.g. ${example})`);
+      return undefined;
+    }
+    if (!schemes.includes(url.protocol) || url.hostname === '') {
+      this.problem(`${name} must be a ${schemes.map((s) => s.replace(':', '')).join(' or ')} URL with a host (e.g. ${example})`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
+  mailAddress(name: string): string | undefined {
+    const raw = this.raw(name);
+    if (raw === undefined) return undefined;
+    const addresses = addressparser(raw, { flatten: true });
+    if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
+      this.problem(`${name} must be one e-mail address, e.g. receipts@shop.example or "Shop <receipts@shop.example>" (got "${raw}")`);
+      return undefined;
+    }
+    return raw;
+  }
+}

@@ -1,0 +1,91 @@
+/** The service's settings, as read and validated from the environment by load.ts. */
+
+export type ProcessingMode = 'background' | 'inline';
+
+export interface StripeSettings {
+  /** Every configured endpoint secret; during a roll both the old and the new one are accepted. */
+  secrets: string[];
+  toleranceSeconds: number;
+}
+
+export interface RazorpaySettings {
+  secrets: string[];
+}
+
+export interface PayuSettings {
+  merchantKey: string;
+  merchantSalt: string;
+}
+
+/** Which providers are configured; a provider left `null` answers 503 (fails closed). */
+export interface ProviderSettings {
+  stripe: StripeSettings | null;
+  razorpay: RazorpaySettings | null;
+  payu: PayuSettings | null;
+}
+
+export interface ProcessingSettings {
+  mode: ProcessingMode;
+  leaseMs: number;
+  concurrency: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  sweepIntervalMs: number;
+  inlineWaitMs: number;
+  /** How long a delivery waits for its database insert before the answer is a 503. */
+  recordTimeoutMs: number;
+}
+
+/** Set: the Redis Streams transport; null: in-process. */
+export interface RedisSettings {
+  url: string;
+  stream: string;
+}
+
+/** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
+export interface OperationsSettings {
+  alertWebhookUrl: string | null;
+  stuckCheck: { cron: string | null; olderThanMs: number };
+  archive: { cron: string | null; dir: string | null; olderThanMs: number };
+}
+
+export interface SmtpSettings {
+  /** smtp:// or smtps:// with credentials; never logged. */
+  url: string;
+  from: string;
+  timeoutMs: number;
+}
+
+export interface FulfilmentSettings {
+  url: string;
+  timeoutMs: number;
+}
+
+/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+export interface OutboxSettings {
+  /** Deliveries in flight at once (each an SMTP or HTTP call), per process. */
+  concurrency: number;
+  smtp: SmtpSettings | null;
+  fulfilment: FulfilmentSettings | null;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  databaseUrl: string;
+  dbPoolSize: number;
+  /** Connections that record deliveries, a group-commit batch at a time on each (MySQL). */
+  dbRecordConnections: number;
+  migrateOnStart: boolean;
+  bodyLimitBytes: number;
+  logLevel: string;
+  shutdownTimeoutMs: number;
+  /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */
+  heapGrowthPercent: number;
+  providers: ProviderSettings;
+  processing: ProcessingSettings;
+  redis: RedisSettings | null;
+  operations: OperationsSettings;
+  outbox: OutboxSettings;
+}
