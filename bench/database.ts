@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
-import { paymentKey } from '../src/store/claim.js';
+import { paymentKey } from '../src/store/payment-leases.js';
 import { fromDbTime, toDbTime } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';

@@ -22,7 +22,7 @@ import type { OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
-import { Workers } from './processing/background-workers.js';
+import { BackgroundWorkers } from './processing/background-workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
 import { openStore } from './store/open-store.js';
@@ -52,7 +52,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
-  const apply = options.apply ?? paymentApplier({ providers, handlers: options.handlers ?? coursePlatform, clock });
+  const apply = options.apply ?? paymentApplier({ toCanonical: providers.toCanonical, handlers: options.handlers ?? coursePlatform, clock });
   const { processing } = config;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const processor = new Processor({
@@ -72,8 +72,8 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
-  const workers = new Workers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
-  const inbox = new Inbox(store, providers, processor, queue, workers, processing, clock, logger, metrics, readiness);
+  const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
+  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }

@@ -5,7 +5,7 @@ import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
 import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
 import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
-import type { Workers } from './processing/background-workers.js';
+import type { BackgroundWorkers } from './processing/background-workers.js';
 import type { RawDelivery, VerifiedEvent } from './model/delivery.js';
 import type { ProviderRegistry } from './providers/registry.js';
 import type { EventQueue } from './queue/queue.js';
@@ -35,21 +35,47 @@ export interface BackgroundComponent {
  * answering (inline). Verification is separate from receiving, so an already verified or stored
  * event can be received without pretending it was just delivered.
  */
+/** What an inbox is made of; chosen once, by the composition root (app.ts). */
+export interface InboxParts {
+  store: InboxStore;
+  providers: ProviderRegistry;
+  processor: Processor;
+  queue: EventQueue;
+  workers: BackgroundWorkers;
+  settings: ProcessingSettings;
+  clock: Clock;
+  logger: Logger;
+  metrics: InboxMetrics;
+  readiness: Readiness;
+}
+
 export class Inbox {
+  readonly store: InboxStore;
+  readonly providers: ProviderRegistry;
+  readonly processor: Processor;
+  readonly queue: EventQueue;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: InboxMetrics;
+  readonly readiness: Readiness;
+  private readonly workers: BackgroundWorkers;
+  private readonly settings: ProcessingSettings;
   private readonly components: BackgroundComponent[] = [];
 
-  constructor(
-    readonly store: InboxStore,
-    readonly providers: ProviderRegistry,
-    readonly processor: Processor,
-    readonly queue: EventQueue,
-    private readonly workers: Workers,
-    private readonly settings: ProcessingSettings,
-    readonly clock: Clock,
-    readonly logger: Logger,
-    readonly metrics: InboxMetrics,
-    readonly readiness: Readiness,
-  ) {}
+  constructor(parts: InboxParts) {
+    ({
+      store: this.store,
+      providers: this.providers,
+      processor: this.processor,
+      queue: this.queue,
+      workers: this.workers,
+      settings: this.settings,
+      clock: this.clock,
+      logger: this.logger,
+      metrics: this.metrics,
+      readiness: this.readiness,
+    } = parts);
+  }
 
   /** Authenticates a raw delivery (nothing is written when that fails), then receives it. */
   async verifyAndReceive(provider: string, delivery: RawDelivery): Promise<ReceiveResult> {

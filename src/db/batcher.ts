@@ -5,6 +5,9 @@
  * the current event-loop turn, so requests parsed in the same turn share a batch). Each caller gets
  * its own result, after the batch that carried it has committed, or its own error.
  */
+/** Thrown inside a batch's transaction to roll it back; its requests then run one by one. */
+export class BatchAbandoned extends Error {}
+
 export interface BatcherOptions<Input, Output> {
   /** Requests in one batch, at most. */
   maxBatch: number;

@@ -24,8 +24,8 @@ function compileWithPlaceholders<Values extends Record<string, unknown>, Row, DB
 
 /**
  * A statement whose shape never changes, built and compiled by kysely once and then run with new
- * values. Kysely otherwise rebuilds, freezes and compiles the whole query tree on every call; for the
- * one statement each delivery runs, that was a tenth of the acknowledgement path's CPU.
+ * values. Kysely otherwise rebuilds, freezes and compiles the whole query tree on every call, a cost
+ * the statement every delivery runs should not pay.
  *
  * `build` receives `value(name)`, a placeholder standing for `values[name]` at run time. Each
  * placeholder must reach the driver as a bound parameter: one that kysely would inline into the SQL

@@ -1,10 +1,9 @@
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
 import { MAX_KEY_LENGTH } from '../model/delivery.js';
-import type { ProviderRegistry } from '../providers/registry.js';
 import { toDbTime, type DbTime } from '../db/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';
-import type { PaymentState } from '../model/payment-event.js';
+import type { CanonicalEvent, PaymentState } from '../model/payment-event.js';
 import { advancePayment, type Payment } from './payments.js';
 
 export interface PaymentContext {
@@ -26,22 +25,31 @@ export interface PaymentContext {
 export type PaymentHandler = (context: PaymentContext) => Promise<void>;
 export type PaymentHandlers = Partial<Record<PaymentState, PaymentHandler[]>>;
 
-/**
- * Applies one stored event inside the processing transaction and returns its outcome text. `batch`
- * names the payments of every event the transaction completes, for reads shared among them.
- */
-export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal, batch: CompletionBatch) => Promise<string>;
+/** What applying an event did. */
+export interface EventOutcome {
+  /** Stored as the event's outcome, for an operator to read. */
+  text: string;
+  /** Set when the event reported a state its payment had already passed: the later state it was in. */
+  staleState?: PaymentState;
+}
 
-const STALE_OUTCOME = 'ignored: payment already ';
+/**
+ * Applies one stored event inside the processing transaction and says what it did. `batch` names the
+ * payments of every event the transaction completes, for reads shared among them.
+ */
+export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal, batch: CompletionBatch) => Promise<EventOutcome>;
+
+/** What a stored event means for a payment: the providers' normalisers, by provider name. */
+export type ToCanonical = (provider: string, event: { eventType: string; payload: unknown }) => CanonicalEvent;
 
 /**
  * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
  * the handlers registered for the state the payment is in.
  */
-export function paymentApplier(options: { providers: ProviderRegistry; handlers: PaymentHandlers; clock: Clock }): EventApplier {
+export function paymentApplier(options: { toCanonical: ToCanonical; handlers: PaymentHandlers; clock: Clock }): EventApplier {
   return async (tx, event, signal, batch) => {
-    const canonical = options.providers.toCanonical(event.provider, event);
-    if (canonical.kind === 'ignored') return `ignored: ${canonical.reason}`;
+    const canonical = options.toCanonical(event.provider, event);
+    if (canonical.kind === 'ignored') return { text: `ignored: ${canonical.reason}` };
 
     const oversized = (['paymentId', 'userId', 'courseId', 'email'] as const).find((field) => (canonical[field]?.length ?? 0) > MAX_KEY_LENGTH);
     // MySQL's INSERT IGNORE would store the first 255 characters, another payment's or user's key.
@@ -54,13 +62,7 @@ export function paymentApplier(options: { providers: ProviderRegistry; handlers:
         await handler({ tx, payment: change.payment, event, now, signal, batch });
       }
     }
-    if (change.applied) return `applied: payment ${canonical.paymentId} ${state}`;
-    return `${STALE_OUTCOME}${state}${change.enriched ? ' (details completed)' : ''}`;
+    if (change.applied) return { text: `applied: payment ${canonical.paymentId} ${state}` };
+    return { text: `ignored: payment already ${state}${change.enriched ? ' (details completed)' : ''}`, staleState: state };
   };
-}
-
-/** The state a stale event found its payment in, read from the outcome written above; else null. */
-export function staleState(outcome: string): PaymentState | null {
-  if (!outcome.startsWith(STALE_OUTCOME)) return null;
-  return (outcome.slice(STALE_OUTCOME.length).split(' ')[0] as PaymentState | undefined) ?? null;
 }

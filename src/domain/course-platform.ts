@@ -1,7 +1,7 @@
 import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
 import type { InboxDatabase } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
-import { perBatch } from '../store/claim.js';
+import { perBatch } from '../store/complete.js';
 import type { BusinessTransaction } from '../store/inbox-store.js';
 import type { PaymentContext, PaymentHandlers } from './applier.js';
 import type { Payment } from './payments.js';

@@ -1,5 +1,6 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { paymentKey, perBatch, wherePayments } from '../store/claim.js';
+import { paymentKey, wherePayments } from '../store/payment-leases.js';
+import { perBatch } from '../store/complete.js';
 import type { DbTime, PaymentsTable } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/inbox-store.js';
@@ -111,8 +112,8 @@ interface BatchPayments {
 }
 
 /**
- * Read one by one and written one by one, payments were a third of processing's statements. Each
- * payment has one event in the batch, and only that event writes its row, so a row read ahead is
+ * Payments are read and written once per completion batch, not once per event. Each payment has one
+ * event in the batch, and only that event writes its row, so a row read ahead is
  * still the row when its event comes to use it, and its write can wait for the commit.
  */
 const paymentsOfBatch = perBatch<BatchPayments>(

@@ -1,3 +1,4 @@
+import type { PaymentState } from '../model/payment-event.js';
 import { BadRequestError, InboxError, SignatureError, UnknownProviderError, UnsupportedMediaTypeError } from '../errors.js';
 
 /** How a delivery was answered, as the provider saw it. */
@@ -16,8 +17,11 @@ export interface InboxMetrics {
   /** A worker claimed an event whose previous lease had expired (its holder died or stalled). */
   leaseTakenOver(provider: string): void;
   attemptFinished(attempt: { provider: string; result: AttemptResult; attempt: number; seconds: number }): void;
-  /** An event's processing committed; `latencySeconds` runs from its receipt. */
-  eventProcessed(event: { provider: string; outcome: string; latencySeconds: number }): void;
+  /**
+   * An event's processing committed; `latencySeconds` runs from its receipt. `staleState`: the event
+   * changed nothing, its payment was already in that later state.
+   */
+  eventProcessed(event: { provider: string; staleState?: PaymentState; latencySeconds: number }): void;
   /** The text a scraper reads at GET /metrics. */
   exposition(): Promise<{ contentType: string; text: string }>;
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
-import { staleState } from '../domain/applier.js';
+import type { PaymentState } from '../model/payment-event.js';
 import { isProviderName, PROVIDER_NAMES } from '../model/delivery.js';
 import type { OutboxStatus } from '../db/schema.js';
 import type { PipelineStats } from '../store/inbox-store.js';
@@ -131,10 +131,9 @@ export class PrometheusMetrics implements InboxMetrics {
     if (attempt > 1) this.retries.inc({ provider });
   }
 
-  eventProcessed({ provider, outcome, latencySeconds }: { provider: string; outcome: string; latencySeconds: number }): void {
+  eventProcessed({ provider, staleState, latencySeconds }: { provider: string; staleState?: PaymentState; latencySeconds: number }): void {
     this.latencySeconds.observe({ provider }, latencySeconds);
-    const state = staleState(outcome);
-    if (state) this.staleTransitions.inc({ provider, state });
+    if (staleState) this.staleTransitions.inc({ provider, state: staleState });
   }
 
   async exposition(): Promise<{ contentType: string; text: string }> {

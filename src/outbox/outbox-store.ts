@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { Batcher } from '../db/batcher.js';
+import { BatchAbandoned, Batcher } from '../db/batcher.js';
 import { caseById } from '../db/sql-case.js';
 import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../db/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../db/schema.js';
@@ -61,9 +61,6 @@ const sentAt = (status: FinishRequest['status'], now: DbTime) => (status === 'se
 
 /** Claims or finishes per statement: the dispatcher's lanes claim and finish at about the same time. */
 const MAX_BATCH = 100;
-
-/** Thrown inside a batch of finishes to roll it back; they then run one by one. */
-class BatchAbandoned extends Error {}
 
 /**
  * The outbox rows' state machine, with the same discipline as events: one conditional UPDATE claims

@@ -5,7 +5,7 @@ import type { Sweeper } from './sweeper.js';
 import type { WorkerPool } from './worker-pool.js';
 
 /** The background side of one process: queue consumption and the sweeper, feeding one worker pool. */
-export class Workers {
+export class BackgroundWorkers {
   private started = false;
 
   constructor(

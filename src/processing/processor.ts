@@ -1,13 +1,14 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { EventApplier } from '../domain/applier.js';
+import type { EventApplier, EventOutcome } from '../domain/applier.js';
 import { LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
+import type { PaymentState } from '../model/payment-event.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/inbox-store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 export type ProcessResult =
-  | { result: 'processed'; outcome: string }
+  | { result: 'processed'; outcome: string; staleState?: PaymentState }
   | { result: 'not_claimed' }
   | { result: 'failed'; error: string; retryAt: Date | null }
   | { result: 'lease_lost' };
@@ -64,7 +65,7 @@ export class Processor {
     switch (attempt.result) {
       case 'processed': {
         const latencyMs = clock.now().getTime() - event.createdAt.getTime();
-        metrics.eventProcessed({ provider: event.provider, outcome: attempt.outcome, latencySeconds: latencyMs / 1000 });
+        metrics.eventProcessed({ provider: event.provider, staleState: attempt.staleState, latencySeconds: latencyMs / 1000 });
         log.info({ status: 'processed', outcome: attempt.outcome, processingMs, latencyMs }, 'event processed');
         break;
       }
@@ -147,8 +148,14 @@ export class Processor {
     );
     this.inFlight.set(lease.id, { lease, interrupt });
     try {
-      const outcome = await this.options.store.completeFenced(lease, (tx, batch) => this.options.apply(tx, event, interrupt.signal, batch));
-      return { result: 'processed', outcome };
+      // A batch that rolls back runs each work again alone: the outcome kept is the one committed.
+      let applied: EventOutcome | undefined;
+      const outcome = await this.options.store.completeFenced(lease, async (tx, batch) => {
+        applied = await this.options.apply(tx, event, interrupt.signal, batch);
+        return applied.text;
+      });
+      const staleState = applied?.staleState;
+      return staleState ? { result: 'processed', outcome, staleState } : { result: 'processed', outcome };
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
+import type { EventConsumer } from '../queue/queue.js';
 
 /**
  * The workers of one process: event ids offered by a queue transport or the sweeper, processed by a
  * bounded number of concurrent workers. Offering an id only speeds things up; the sweeper finds
  * whatever the pool drops (full queue, crash, shutdown), because the database is the truth.
  */
-export class WorkerPool {
+export class WorkerPool implements EventConsumer {
   private readonly waiting: number[] = [];
   /** Ids waiting or in flight (so the same event is never queued twice), with who to tell when done. */
   private readonly known = new Map<number, Array<() => void>>();

@@ -44,8 +44,9 @@ export class ProviderRegistry {
     return canonical.kind === 'payment' && canonical.paymentId.length <= MAX_KEY_LENGTH ? canonical.paymentId : null;
   }
 
-  toCanonical(provider: string, event: { eventType: string; payload: unknown }): CanonicalEvent {
+  /** What a stored event means for a payment; a field, so it can be handed on without its registry. */
+  readonly toCanonical = (provider: string, event: { eventType: string; payload: unknown }): CanonicalEvent => {
     if (!isProviderName(provider)) return { kind: 'ignored', reason: `unknown provider ${provider}` };
     return DEFINITIONS[provider].toCanonical(event);
-  }
+  };
 }

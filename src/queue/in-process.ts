@@ -1,5 +1,4 @@
-import type { WorkerPool } from '../processing/worker-pool.js';
-import type { EventQueue } from './queue.js';
+import type { EventConsumer, EventQueue } from './queue.js';
 
 /**
  * Announcements handed straight to the workers of the same process. A receive-only process has no
@@ -7,13 +6,13 @@ import type { EventQueue } from './queue.js';
  */
 export class InProcessQueue implements EventQueue {
   readonly transport = 'in-process';
-  private workers: WorkerPool | undefined;
+  private workers: EventConsumer | undefined;
 
   publish(id: number): void {
     this.workers?.enqueue(id);
   }
 
-  consume(workers: WorkerPool): void {
+  consume(workers: EventConsumer): void {
     this.workers = workers;
   }
 

@@ -1,4 +1,12 @@
-import type { WorkerPool } from '../processing/worker-pool.js';
+/** What a transport hands announced event ids to: this process's workers (processing/worker-pool.ts). */
+export interface EventConsumer {
+  /** Offers an id; false when it was not queued now. `onSettled` runs once an attempt on it has finished. */
+  enqueue(id: number, onSettled?: () => void): boolean;
+  /** Workers that would start on an id right away (negative when ids are already waiting). */
+  readonly freeSlots: number;
+  /** Resolves when a worker is free, or when the consumer stops accepting work. */
+  whenFree(): Promise<void>;
+}
 
 export type QueueTransport = 'in-process' | 'redis-streams';
 
@@ -13,7 +21,7 @@ export interface EventQueue {
   /** Announces a committed event. Best effort: never throws and never holds up the acknowledgement. */
   publish(id: number): void;
   /** Worker processes: hands announced ids to this process's workers until `stopConsuming`. */
-  consume(workers: WorkerPool): void;
+  consume(workers: EventConsumer): void;
   /** Stops taking announcements; what was taken is finished by the workers (or found again later). */
   stopConsuming(): Promise<void>;
   /** Releases connections, once the workers have drained. */

@@ -2,8 +2,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import type { WorkerPool } from '../processing/worker-pool.js';
-import type { EventQueue } from './queue.js';
+import type { EventConsumer, EventQueue } from './queue.js';
 
 export interface RedisStreamsOptions {
   url: string;
@@ -67,7 +66,7 @@ export class RedisStreamsQueue implements EventQueue {
       .catch((error: unknown) => this.options.logger.debug({ err: error, id }, 'event not announced on the stream; the sweeper will find it'));
   }
 
-  consume(workers: WorkerPool): void {
+  consume(workers: EventConsumer): void {
     // Blocking reads get a connection of their own, so acknowledgements never wait behind them.
     const reader = this.connect('consumer', { blockingTimeout: READ_BLOCK_MS });
     const stop = new AbortController();
@@ -88,7 +87,7 @@ export class RedisStreamsQueue implements EventQueue {
     await this.commands.quit().catch(() => this.commands.disconnect());
   }
 
-  private async readLoop(reader: Redis, workers: WorkerPool, stopped: AbortSignal): Promise<void> {
+  private async readLoop(reader: Redis, workers: EventConsumer, stopped: AbortSignal): Promise<void> {
     const { stream, consumer } = this.options;
     while (await this.untilFree(workers, stopped)) {
       try {
@@ -103,12 +102,12 @@ export class RedisStreamsQueue implements EventQueue {
   }
 
   /** Waits for a free worker; false once consuming stopped. */
-  private async untilFree(workers: WorkerPool, stopped: AbortSignal): Promise<boolean> {
+  private async untilFree(workers: EventConsumer, stopped: AbortSignal): Promise<boolean> {
     await Promise.race([workers.whenFree(), this.reading?.stopped]);
     return !stopped.aborted && workers.freeSlots > 0;
   }
 
-  private async reclaimLoop(workers: WorkerPool, stopped: AbortSignal): Promise<void> {
+  private async reclaimLoop(workers: EventConsumer, stopped: AbortSignal): Promise<void> {
     const { stream, consumer, claimIdleMs, reclaimIntervalMs } = this.options;
     while (!stopped.aborted) {
       await pause(reclaimIntervalMs, stopped);
@@ -125,7 +124,7 @@ export class RedisStreamsQueue implements EventQueue {
   }
 
   /** Each entry is acknowledged once an attempt on its event is over, whatever the attempt's result. */
-  private dispatch(workers: WorkerPool, entries: StreamEntry[]): void {
+  private dispatch(workers: EventConsumer, entries: StreamEntry[]): void {
     for (const [entryId, fields] of entries) {
       const id = Number(fields?.[fields.indexOf(FIELD) + 1]);
       const acknowledge = () => void this.commands.xack(this.options.stream, GROUP, entryId).catch(() => undefined);

@@ -1,28 +1,17 @@
-import { sql, type ExpressionBuilder, type Kysely, type Selectable } from 'kysely';
-import { LeaseLostError } from '../errors.js';
-import type { ProviderName } from '../model/delivery.js';
-import { groupBy } from '../db/batcher.js';
-import { caseById, caseWhen } from '../db/sql-case.js';
-import { heldBy, newLease } from '../db/lease.js';
-import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { caseWhen } from '../db/sql-case.js';
+import { newLease } from '../db/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
-import type { BusinessTransaction, ClaimedEvent, CompletionBatch, CompletionWork, Lease } from './inbox-store.js';
+import type { ProviderName } from '../model/delivery.js';
+import type { ClaimedEvent, Lease, PaymentRef } from './inbox-store.js';
+import { paymentKey, wherePayments } from './payment-leases.js';
 
 /**
- * The workers' writes for many events at once (see Batcher): a batch of claims is one transaction of
- * a few statements, a batch of completions one transaction and one commit, whatever the batch size.
- * Processing an event is otherwise a dozen round trips of its own, and on a database that answers in
- * a fraction of a millisecond those round trips, not the work, are what a worker spends its time on.
+ * Claiming events: a batch of claims is one transaction of a few statements, whatever its size. Each
+ * claim takes the event's lease and its payment's, or neither.
  */
 
-export interface CompletionRequest {
-  lease: Lease;
-  work: CompletionWork;
-}
-
 type EventRow = Selectable<WebhookEventsTable>;
-
-export const paymentKey = (provider: string, paymentId: string) => `${provider}\u0000${paymentId}`;
 
 /** The claim's own condition, read first so that offers of an event that is not due cost no write. */
 function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime): boolean {
@@ -32,12 +21,6 @@ function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime)
 
 function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef | null {
   return row.payment_id === null ? null : { provider: row.provider, paymentId: row.payment_id };
-}
-
-/** Matches the rows of `payments` (leases, events or payments), grouped by provider so each group is an index range. */
-export function wherePayments(payments: PaymentRef[]) {
-  return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events' | 'payments'>) =>
-    eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))])));
 }
 
 /**
@@ -137,103 +120,3 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
   );
 }
 
-/** Thrown inside a completion batch to roll it back; its events then complete one by one. */
-class BatchAbandoned extends Error {}
-
-/**
- * Runs every request's work and marks its event processed, all in one transaction: the payment
- * leases released and the events fenced by one statement each. The whole batch stands or falls
- * together: if one work fails or one lease was lost, it rolls back and returns null, and the caller
- * runs each request alone so that a failure stays with its own event.
- */
-export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], now: () => Date): Promise<string[] | null> {
-  try {
-    return await db.transaction().execute(async (tx) => {
-      const batch = TransactionBatch.of(requests.map((r) => r.lease));
-      const outcomes: string[] = [];
-      try {
-        for (const { work } of requests) outcomes.push(await work(tx, batch));
-        await batch.writeDeferred(tx);
-      } catch {
-        throw new BatchAbandoned();
-      }
-      await fence(tx, requests.map((r) => r.lease), outcomes, toDbTime(now()));
-      return outcomes;
-    });
-  } catch (error) {
-    if (error instanceof BatchAbandoned || error instanceof LeaseLostError) return null;
-    throw error;
-  }
-}
-
-/** A completion transaction's CompletionBatch; made inside the transaction, so one run again starts afresh. */
-export class TransactionBatch implements CompletionBatch {
-  private readonly deferred: Array<(tx: BusinessTransaction) => Promise<void>> = [];
-
-  constructor(readonly payments: PaymentRef[]) {}
-
-  static of(leases: Lease[]): TransactionBatch {
-    return new TransactionBatch(leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null));
-  }
-
-  atCommit(write: (tx: BusinessTransaction) => Promise<void>): void {
-    this.deferred.push(write);
-  }
-
-  /** The writes deferred by atCommit, in the order they were deferred; each runs once. */
-  async writeDeferred(tx: BusinessTransaction): Promise<void> {
-    for (const write of this.deferred.splice(0)) await write(tx);
-  }
-}
-
-/**
- * State that the events of one completion batch build up together and that is written once, at the
- * batch's commit: made by the first event that asks for it, which also defers its write.
- */
-export function perBatch<T>(create: (batch: CompletionBatch, tx: BusinessTransaction) => T, write: (tx: BusinessTransaction, state: T) => Promise<void>) {
-  const states = new WeakMap<CompletionBatch, T>();
-  return (batch: CompletionBatch, tx: BusinessTransaction): T => {
-    if (states.has(batch)) return states.get(batch)!;
-    const state = create(batch, tx);
-    states.set(batch, state);
-    batch.atCommit((commitTx) => write(commitTx, state));
-    return state;
-  };
-}
-
-/**
- * Releases the leases' payments and marks their events processed, each only while the lease's own
- * token still holds it (and, for the event, has not expired); any miss throws LeaseLostError, which
- * rolls the transaction back.
- */
-export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: string[], now: DbTime): Promise<void> {
-  if (!(await releasePaymentLeases(tx, leases))) throw new LeaseLostError(leases[0]!.id);
-  const fenced = await tx
-    .updateTable('webhook_events')
-    .set({
-      status: 'processed',
-      outcome: caseById(leases.map((lease, i) => [lease.id, outcomes[i]!])),
-      processed_at: now,
-      lease_token: null,
-      lease_expires_at: null,
-      next_attempt_at: null,
-      last_error: null,
-    })
-    .where(heldBy(leases))
-    .where('status', '=', 'processing')
-    .where('lease_expires_at', '>', now)
-    .executeTakeFirst();
-  if (Number(fenced.numUpdatedRows) !== leases.length) throw new LeaseLostError(leases[0]!.id);
-}
-
-/** For each payment, its event due the longest (one that waited while another held the payment). */
-export async function nextDueEvents(db: Kysely<InboxDatabase>, payments: PaymentRef[], now: DbTime): Promise<Map<string, number>> {
-  const rows = await db
-    .selectFrom('webhook_events')
-    .select((eb) => ['provider', 'payment_id', eb.fn.min('id').as('id')])
-    .where(wherePayments(payments))
-    .where('next_attempt_at', '<=', now)
-    .groupBy(['provider', 'payment_id'])
-    .execute();
-  return new Map(rows.map((row) => [paymentKey(row.provider, row.payment_id!), Number(row.id)]));
-}

@@ -1,7 +1,12 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
-import type { PaymentRef } from './payment-leases.js';
 import type { EventStatus, InboxDatabase } from '../db/schema.js';
+
+/** The payment an event is about, as recorded with the event. */
+export interface PaymentRef {
+  provider: string;
+  paymentId: string;
+}
 
 /** A stored event as workers and handlers see it. */
 export interface InboxEvent {

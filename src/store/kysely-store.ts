@@ -7,9 +7,12 @@ import { Batcher } from '../db/batcher.js';
 import { compiledStatement } from '../db/compiled-statement.js';
 import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, recordBatchShape, type NewEventRow, type NewEventsInsert, type RecordRequest } from './record.js';
 import { inboxMigrations } from '../db/migrations.js';
-import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
+import { releasePaymentLeases } from './payment-leases.js';
+import { type PaymentRef } from './inbox-store.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
-import { claimBatch, completeBatch, fence, nextDueEvents, paymentKey, TransactionBatch, type CompletionRequest } from './claim.js';
+import { claimBatch } from './claim.js';
+import { nextDueEvents, paymentKey } from './payment-leases.js';
+import { completeBatch, fence, TransactionBatch, type CompletionRequest } from './complete.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
 
@@ -26,16 +29,16 @@ const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
 const MIN_TRANSACTION_BATCH = 4;
 /**
  * Claims or completions per transaction: enough to share a commit widely, few enough that one slow event
- * delays few others. With two batches in flight per stage, an event spends a claim and a completion
- * (each a transaction with its commit) in the pipeline, so what a process finishes per second is about
- * the events it holds over that time (Little's law): 64 here and 256 workers kept up with 1,000/s
- * where 32 and 128 fell behind once commits slowed (keep-up 0.86-0.97 against 0.58-0.96 in five pairs).
+ * delays few others. An event spends a claim and a completion (each a transaction with its commit) in
+ * the pipeline, so what a process finishes per second is about the events it holds over that time
+ * (Little's law): batches must be large enough for WORKER_CONCURRENCY's events to fit in the batches
+ * in flight.
  */
 const MAX_PROCESSING_BATCH = 64;
 /**
- * Claim (or completion) batches at once. Two, as on the ack path by default: at moderate load a free slot starts a
- * batch of one, so fewer slots make batches fill (18% fewer statements per event at 800/s,
- * same throughput), while a batch held up by a slow handler still leaves one slot to the others.
+ * Claim (or completion) batches at once. Two, as on the ack path by default: at moderate load a free
+ * slot starts a batch of one, so fewer slots make batches fill (fewer statements per event), while a
+ * batch held up by a slow handler still leaves one slot to the others.
  */
 const PROCESSING_BATCHES_IN_FLIGHT = 2;
 

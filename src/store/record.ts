@@ -166,7 +166,7 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
 /**
  * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
  * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
- * which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth session).
+ * which matters as soon as a round trip to the database costs.
  * Within the batch, the first request for an event records it; the others are its duplicates. An
  * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered null,
  * for the caller to record alone; the batch's other answers stand.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { EventApplier } from '../../src/domain/applier.js';
+import type { EventApplier, EventOutcome } from '../../src/domain/applier.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Harness, paymentEffects } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
@@ -24,7 +24,7 @@ describe('graceful shutdown with an event still in flight', { skip: 'skip' in da
     // A handler that would run past the shutdown timeout: it only stops when told to.
     const apply: EventApplier = async (_tx, _event, signal) => {
       stalled.started = true;
-      return new Promise<string>((_, reject) =>
+      return new Promise<EventOutcome>((_, reject) =>
         signal.addEventListener('abort', () => {
           stalled.aborted = true;
           reject(new Error('interrupted'));

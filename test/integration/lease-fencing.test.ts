@@ -34,7 +34,7 @@ for (const backend of STORE_BACKENDS) {
       db = database as TestDatabase;
       clock = new TestClock();
       const config = testConfig(db.url, { LEASE_SECONDS: String(LEASE_MS / 1000) });
-      realApply = paymentApplier({ providers: new ProviderRegistry(config.providers), handlers: coursePlatform, clock });
+      realApply = paymentApplier({ toCanonical: new ProviderRegistry(config.providers).toCanonical, handlers: coursePlatform, clock });
       // Worker A: stalls once, before or after its business writes, inside the processing transaction.
       const stallingApply: EventApplier = async (tx, event, signal, batch) => {
         const current = stall;

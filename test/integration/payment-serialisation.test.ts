@@ -26,7 +26,7 @@ function observingApplier(clock: Clock, delayMs = 25) {
   const running = new Map<string, number>();
   const seen = { perPayment: 0, overall: 0, active: 0, attempts: 0 };
   const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
-  const apply = paymentApplier({ providers, handlers: coursePlatform, clock });
+  const apply = paymentApplier({ toCanonical: providers.toCanonical, handlers: coursePlatform, clock });
   const observed: EventApplier = async (tx, event, signal, batch) => {
     const payment = event.eventId.split('_')[2]!;
     const now = (running.get(payment) ?? 0) + 1;

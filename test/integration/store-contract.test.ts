@@ -5,7 +5,7 @@ import type { PaymentEvent, PaymentState } from '../../src/model/payment-event.j
 import { advancePayment } from '../../src/domain/payments.js';
 import { LeaseLostError } from '../../src/errors.js';
 import type { VerifiedEvent } from '../../src/model/delivery.js';
-import { TransactionBatch } from '../../src/store/claim.js';
+import { TransactionBatch } from '../../src/store/complete.js';
 import { toDbTime } from '../../src/db/schema.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { describeEachStore } from '../support/store-suite.js';

@@ -65,8 +65,8 @@ describe('PrometheusMetrics', () => {
     const { metrics, scrape } = metricsWithStats(async () => STATS);
     metrics.attemptFinished({ provider: 'payu', result: 'retry_scheduled', attempt: 1, seconds: 0.01 });
     metrics.attemptFinished({ provider: 'payu', result: 'processed', attempt: 2, seconds: 0.02 });
-    metrics.eventProcessed({ provider: 'payu', outcome: 'applied: payment 1 captured', latencySeconds: 12 });
-    metrics.eventProcessed({ provider: 'payu', outcome: 'ignored: payment already captured (details completed)', latencySeconds: 0.2 });
+    metrics.eventProcessed({ provider: 'payu', latencySeconds: 12 });
+    metrics.eventProcessed({ provider: 'payu', staleState: 'captured', latencySeconds: 0.2 });
     metrics.leaseTakenOver('payu');
     const text = await scrape();
     assert.equal(metricValue(text, 'webhook_inbox_processing_attempts_total', { provider: 'payu', result: 'retry_scheduled' }), 1);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { systemClock } from '../../src/clock.js';
-import type { EventApplier } from '../../src/domain/applier.js';
+import type { EventApplier, EventOutcome } from '../../src/domain/applier.js';
 import type { InboxMetrics } from '../../src/observability/metrics.js';
 import { Processor } from '../../src/processing/processor.js';
 import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../../src/store/inbox-store.js';
@@ -61,7 +61,7 @@ test('a handler that finished in time is never aborted afterwards: the expiry ti
   let seen: AbortSignal | undefined;
   const result = await processor(50, async (_tx, _event, signal) => {
     seen = signal;
-    return 'applied';
+    return { text: 'applied' };
   }).process(2);
   assert.deepEqual(result, { result: 'processed', outcome: 'applied' });
   await sleep(100);
@@ -70,7 +70,7 @@ test('a handler that finished in time is never aborted afterwards: the expiry ti
 
 test('the end of an attempt wakes whoever waits on that event, and only them', async () => {
   let finish!: () => void;
-  const worker = processor(5_000, () => new Promise<string>((resolve) => (finish = () => resolve('applied'))));
+  const worker = processor(5_000, () => new Promise<EventOutcome>((resolve) => (finish = () => resolve({ text: 'applied' }))));
   const attempt = worker.process(3);
   let woken = false;
   const waiting = worker.attemptEnded(3, 10_000).then(() => (woken = true));
@@ -90,6 +90,6 @@ test('the end of an attempt wakes whoever waits on that event, and only them', a
 
 test('a wait with no attempt ending resolves after its timeout', async () => {
   const started = Date.now();
-  await processor(5_000, async () => 'applied').attemptEnded(5, 80);
+  await processor(5_000, async () => ({ text: 'applied' })).attemptEnded(5, 80);
   assert.ok(Date.now() - started >= 70, `resolved after ${Date.now() - started} ms`);
 });

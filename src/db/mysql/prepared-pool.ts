@@ -7,11 +7,10 @@ const ER_UNSUPPORTED_PS = 1295;
 const CANNOT_PREPARE = new Set([ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_UNSUPPORTED_PS]);
 
 /**
- * mysql2 keeps a definition object for every parameter of every statement it holds prepared. Held for
- * batches of every size from 1 to 200 events on ten connections, they took 50-70 MB of the service's
- * peak RSS (bench/NOTES.md, thirteenth session). Record batches now come in 16 sizes of at most 128
- * events (recordBatchShape), 12 values each, on two connections by default (DB_RECORD_CONNECTIONS):
- * this bound prepares all of them, and keeps statements of any other kind that large as text.
+ * mysql2 keeps a definition object for every parameter of every statement it holds prepared, so
+ * holding many large statements prepared costs memory. Record batches come in a few sizes
+ * (recordBatchShape) of at most MAX_RECORD_BATCH events: this bound must prepare all of them (a unit
+ * test ties the two), and keeps statements of any other kind that large as text.
  */
 export const MAX_PREPARED_PARAMETERS = 1536;
 
@@ -21,7 +20,7 @@ type Callback = (error: unknown, result: MysqlQueryResult) => void;
  * A pool for kysely whose statements with parameters run as server-side prepared statements
  * (mysql2's `execute`, cached per connection), not as text with the values escaped into it. For
  * statements that carry payloads, the client's escaping and the server's parsing of those literals
- * were a large part of an acknowledgement's CPU (bench/NOTES.md, thirteenth session). A statement
+ * would be a large part of an acknowledgement's CPU. A statement
  * the server will not prepare (its limit reached, or a kind it cannot prepare) runs as text.
  *
  * Meant for statements of a few shapes: every distinct SQL text is one more prepared statement on
