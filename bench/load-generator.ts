@@ -75,7 +75,7 @@ async function saturate(job: LoadJob, cursor: Cursor, tally: Tally): Promise<voi
     ],
   };
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
-    const instance = autocannon(options, (error: unknown, finished) => (error ? reject(error) : resolve(finished)));
+    const instance = autocannon(options, (error: Error | null, finished) => (error ? reject(error) : resolve(finished)));
     // autocannon's own histogram keeps whole milliseconds; the raw response times are kept instead.
     instance.on('response', (_client, statusCode, _bytes, responseTime) => {
       if (statusCode >= 200 && statusCode < 300) {

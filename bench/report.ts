@@ -5,7 +5,7 @@ import { createConnection } from 'mysql2/promise';
 import { latencyChart } from './chart.js';
 import type { ProcessingStats } from './database.js';
 import type { LoadResult } from './load-generator.js';
-import type { BenchSettings } from './run.js';
+import type { BenchSettings } from './settings.js';
 import { median, round, type Percentiles } from './stats.js';
 import { TARGETS } from './targets.js';
 

@@ -2,119 +2,17 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { CommanderError } from 'commander';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
-import { positiveIntegerOption } from '../src/cli/context.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { startLatencyProxy } from './latency-proxy.js';
 import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
+import { parseSettings, type BenchSettings } from './settings.js';
 import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-export interface BenchSettings {
-  /** The command line, as given, so the report names the command that reproduces it. */
-  argv: string[];
-  quick: boolean;
-  durationSec: number;
-  /** Unmeasured saturation load before the measured steps: JIT, connection pools and caches warm up. */
-  warmupSec: number;
-  pacedDurationSec: number;
-  rates: number[];
-  /** Offered load of the sustained step (processing must keep up over it), or null to skip it. */
-  sustainedRate: number | null;
-  /** Valid deliveries/s of the forged-flood step (background target), or null to skip it. */
-  floodRate: number | null;
-  connections: number;
-  repeat: number;
-  growth: number[];
-  targets: string[];
-  /** Expected top acknowledgement rate, to size the pre-signed pool of a saturation run. */
-  maxRate: number;
-  drainTimeoutSec: number;
-  mysqlUrl: string;
-  /** One-way delay between the targets and MariaDB, through a proxy (a database across a network); 0 for none. */
-  dbLatencyMs: number;
-  /** Extra environment for the webhook-inbox targets (e.g. WORKER_CONCURRENCY=8), for experiments. */
-  serviceEnv: Record<string, string>;
-  out: string;
-  profileDir: string | null;
-}
-
-const list = (parse: (item: string) => number | string) => (value: string) =>
-  value === 'none' ? [] : value.split(',').map((item) => {
-    const parsed = parse(item.trim());
-    if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
-    return parsed;
-  });
-const numberWhere = (accepts: (n: number) => boolean, wanted: string) => (value: string) => {
-  const parsed = Number(value);
-  if (!(Number.isFinite(parsed) && accepts(parsed) && value.trim() !== '')) throw new InvalidArgumentError(`"${value}" must be ${wanted}`);
-  return parsed;
-};
-const atLeast = (min: number) => numberWhere((n) => n >= min, `a number >= ${min}`);
-const positive = numberWhere((n) => n > 0, 'a number > 0');
-const targetName = (name: string) => {
-  if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
-  return name;
-};
-
-const environmentPair = (pair: string, previous: Record<string, string>) => {
-  const [key, ...value] = pair.split('=');
-  if (!key || value.length === 0) throw new InvalidArgumentError(`takes KEY=VALUE (got "${pair}")`);
-  return { ...previous, [key]: value.join('=') };
-};
-
-export function parseSettings(argv: string[]): BenchSettings {
-  const program = new Command()
-    .name('npm run bench --')
-    .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
-    .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
-    .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 2)', positive)
-    .option('--warmup <s>', 'seconds of unmeasured load before measuring each target, 0 for none (full: 5, quick: 1)', atLeast(0))
-    .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 2)', positive)
-    .option('--rates <list>', 'offered loads of the fixed-rate steps, deliveries/s (full: 250,1000,2000,4000; quick: 1000)', list(Number))
-    .option('--sustained <rate>', 'offered load of a fixed-rate step as long as --duration, where processing must keep up (full: 1000; quick: none); 0 skips it', atLeast(0))
-    .option('--flood <rate>', 'valid deliveries/s sent while forged ones come at saturation (background target; full and quick: 250); 0 skips it', atLeast(0))
-    .option('--connections <n>', 'concurrent connections of the load generator', positiveIntegerOption, 64)
-    .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positiveIntegerOption)
-    .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
-    .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
-    .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 8000)
-    .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
-    .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
-    .option('--db-latency <ms>', 'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)', atLeast(0), 0)
-    .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8', environmentPair, {})
-    .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
-    .option('--profile <dir>', 'write --cpu-prof profiles of each target process, each with a flame graph beside it (.svg; summarise with bench/profile-summary.ts)')
-    .exitOverride()
-    .parse(argv, { from: 'user' });
-  const o = program.opts<Record<string, unknown>>();
-  const quick = o.quick === true;
-  const pick = <T>(value: unknown, full: T, fast: T): T => (value === undefined ? (quick ? fast : full) : (value as T));
-  return {
-    argv,
-    quick,
-    durationSec: pick(o.duration, 60, 2),
-    warmupSec: pick(o.warmup, 5, 1),
-    pacedDurationSec: pick(o.pacedDuration, 10, 2),
-    rates: pick(o.rates, [250, 1000, 2000, 4000], [1000]),
-    sustainedRate: o.sustained === 0 ? null : pick<number | null>(o.sustained, 1000, null),
-    floodRate: o.flood === 0 ? null : pick<number | null>(o.flood, 250, 250),
-    connections: o.connections as number,
-    repeat: pick(o.repeat, 3, 1),
-    growth: pick(o.growth, [1_000_000, 5_000_000], []),
-    targets: pick(o.targets, Object.keys(TARGETS), ['baseline', 'background', 'inline']),
-    maxRate: o.maxRate as number,
-    drainTimeoutSec: pick(o.drainTimeout, 120, 20),
-    mysqlUrl: o.mysqlUrl as string,
-    dbLatencyMs: o.dbLatency as number,
-    serviceEnv: o.serviceEnv as Record<string, string>,
-    out: resolve(o.out as string),
-    profileDir: o.profile ? resolve(o.profile as string) : null,
-  };
-}
 
 /**
  * Load generator processes, kept between steps: starting one (node, tsx, its imports) takes about a
@@ -209,11 +107,11 @@ type Route = (databaseUrl: string) => string;
 
 async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<TargetRun> {
   const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
-  return holding(database.drop, async () => {
+  return holding(() => database.drop(), async () => {
     // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
     const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
     const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { nodeArgs: profile, env: settings.serviceEnv });
-    return holding(target.stop, async () => {
+    return holding(() => target.stop(), async () => {
       if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
       const paced: Step[] = [];
       for (const rate of settings.rates) {
@@ -243,7 +141,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
 async function runGrowth(settings: BenchSettings, workDir: string, route: Route): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
   const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
-  await holding(database.drop, async () => {
+  await holding(() => database.drop(), async () => {
     let filled = 0;
     for (const rows of [0, ...settings.growth]) {
       if (rows > 0) {
@@ -256,7 +154,7 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
         const spec = TARGETS[name]!;
         await settleBacklog(database);
         const target = await startTarget(spec, route(database.url), logDir(settings), { env: settings.serviceEnv });
-        await holding(target.stop, async () => {
+        await holding(() => target.stop(), async () => {
           // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
           if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
           const step = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);

@@ -144,7 +144,7 @@ export class ChaosCluster {
 
   private countLeaseLost(child: CliProcess): void {
     let partial = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');
       partial = lines.pop()!;
       this.leaseLost += lines.filter((line) => line.includes(LEASE_LOST)).length;

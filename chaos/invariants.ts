@@ -38,7 +38,18 @@ class Invariant {
   }
 }
 
-type Rows = RowDataPacket[];
+/** The columns the checks read, as the driver returns them. */
+interface Row extends RowDataPacket {
+  provider: string;
+  event_id: string;
+  payment_id: string;
+  status: string;
+  outcome: string | null;
+  lease_expires_at: string | null;
+  user_id: string;
+  idempotency_key: string;
+}
+type Rows = Row[];
 
 /**
  * Reads the whole database once and holds it against what the simulator sent and what every
@@ -72,10 +83,10 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
 
   const effects = new Invariant('one-effect-per-payment', 'captured: one order (paid), one active enrollment, one receipt; refunded after a capture: the same, order refunded and enrollment revoked; otherwise none');
   const fold = new Invariant('state-is-forward-fold', "final payment state is the highest state among the payment's events");
-  const paymentState = new Map(payments.map((row) => [key(row.provider, row.payment_id), row.status as string]));
+  const paymentState = new Map(payments.map((row) => [key(row.provider, row.payment_id), row.status]));
   const ordersOf = groupBy(orders, (row) => key(row.provider, row.payment_id));
-  const enrollmentsOf = groupBy(enrollments, (row) => row.user_id as string);
-  const receipts = new Set(outbox.map((row) => row.idempotency_key as string));
+  const enrollmentsOf = groupBy(enrollments, (row) => row.user_id);
+  const receipts = new Set(outbox.map((row) => row.idempotency_key));
   const captureApplied = new Set(
     events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id)),
   );
@@ -109,7 +120,7 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
 }
 
 function describeEffects(payment: SimulatedPayment, orders: Rows, enrollments: Rows, receipts: Set<string>): string {
-  const statuses = (rows: Rows) => rows.map((row) => row.status as string).sort().join(',');
+  const statuses = (rows: Rows) => rows.map((row) => row.status).sort().join(',');
   return `orders [${statuses(orders)}] enrollments [${statuses(enrollments)}] receipts ${receipts.has(receiptKey(payment.provider, payment.paymentId)) ? 1 : 0}`;
 }
 

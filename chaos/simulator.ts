@@ -61,7 +61,7 @@ export class ProviderSimulator {
     const order = shuffledNearby(payments, options.random);
     this.events = order.map(({ event }) => event);
     this.paymentOf = order.map(({ payment }) => payment);
-    this.acknowledgedAt = new Array(this.events.length);
+    this.acknowledgedAt = new Array<number | undefined>(this.events.length);
   }
 
   /** Events whose first delivery has started: the fault injector paces itself on this. */

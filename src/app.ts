@@ -81,6 +81,8 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */
 export async function createServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
   const app = Fastify({
+    // Typed as fastify's own logger, so the instance's type is the plain FastifyInstance that routes expect.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it changes the inferred instance type
     loggerInstance: inbox.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestId,

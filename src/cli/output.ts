@@ -15,9 +15,17 @@ export function printTable<T>(rows: T[], columns: Array<Column<T>>): void {
   process.stdout.write(`${[line(columns.map(([header]) => header.toUpperCase())), ...cells.map(line)].join('\n')}\n`);
 }
 
+/** A value as text: dates in ISO form, objects as JSON. */
+function shown(value: unknown): string {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === 'string') return value;
+  if (typeof value === 'bigint') return value.toString();
+  return JSON.stringify(value) ?? '-';
+}
+
 function text(value: unknown): string {
   if (value === null || value === undefined) return '-';
-  const single = (value instanceof Date ? value.toISOString() : String(value)).replace(/\s+/g, ' ');
+  const single = shown(value).replace(/\s+/g, ' ');
   return single.length > MAX_CELL ? `${single.slice(0, MAX_CELL - 1)}…` : single;
 }
 
@@ -25,8 +33,7 @@ function text(value: unknown): string {
 export function printFields(fields: Record<string, unknown>): void {
   const width = Math.max(...Object.keys(fields).map((k) => k.length));
   for (const [key, value] of Object.entries(fields)) {
-    const shown = value === null || value === undefined ? '-' : value instanceof Date ? value.toISOString() : String(value);
-    process.stdout.write(`${`${key}:`.padEnd(width + 2)}${shown}\n`);
+    process.stdout.write(`${`${key}:`.padEnd(width + 2)}${value === null || value === undefined ? '-' : shown(value)}\n`);
   }
 }
 

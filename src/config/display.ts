@@ -54,7 +54,7 @@ export function formatConfig(config: Json): string[] {
 
 function flatten(value: Json, key: string): Array<[string, string]> {
   if (value === null) return [[key, 'not set']];
-  if (Array.isArray(value)) return [[key, value.join(', ')]];
+  if (Array.isArray(value)) return [[key, value.map((item) => (typeof item === 'object' ? JSON.stringify(item) : String(item))).join(', ')]];
   if (typeof value !== 'object') return [[key, String(value)]];
   return Object.entries(value).flatMap(([name, item]) => flatten(item, key ? `${key}.${name}` : name));
 }

@@ -79,7 +79,8 @@ export class Batcher<Input, Output> {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
       const batch = this.takeBatch();
       this.inFlight++;
-      this.run(batch).finally(() => {
+      // run() settles every request itself and never rejects.
+      void this.run(batch).finally(() => {
         this.inFlight--;
         this.startBatches();
       });

@@ -91,7 +91,7 @@ async function fillOrderDetails(tx: BusinessTransaction, orders: Array<Row<'orde
   await tx
     .updateTable('orders')
     .set((eb) => {
-      const details = ORDER_DETAILS.map((column) => [column, caseWhen(orders.map((row) => [isOrder(eb, row), eb.fn.coalesce(column, eb.val(row[column] ?? null))]), sql.ref(column))]);
+      const details = ORDER_DETAILS.map((column) => [column, caseWhen(orders.map((row) => [isOrder(eb, row), eb.fn.coalesce(column, eb.val(row[column] ?? null))]), sql.ref(column))] as const);
       return Object.fromEntries(details);
     })
     .where((eb) => eb.or(orders.map((row) => isOrder(eb, row))))

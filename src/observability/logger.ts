@@ -81,9 +81,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   const logger = destination ? pino(options, destination) : pino(process.stdout.isTTY ? { ...options, ...pretty } : options);
   // Children inherit this (pino makes each one from its parent), so bindings at any depth pass through
   // here; pino gives children no formatter of their own to do it.
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- applied below with each logger as its own `this`
   const child = logger.child;
   function censoredChild(this: Logger, bindings: Bindings, childOptions?: ChildLoggerOptions): Logger {
-    return Reflect.apply(child, this, [censorNested(bindings), childOptions]) as Logger;
+    return Reflect.apply(child, this, [censorNested(bindings), childOptions]);
   }
   // pino's child type is generic over custom levels, which this logger has none of.
   logger.child = censoredChild as unknown as Logger['child'];

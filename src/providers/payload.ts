@@ -30,6 +30,7 @@ export function identifier(value: unknown, what: string, missingCode = 'bad_requ
   const text = typeof value === 'string' ? value.trim() : typeof value === 'number' ? String(value) : '';
   if (text === '') throw new BadRequestError(`verified delivery has no ${what}`, missingCode);
   if (text.length > MAX_KEY_LENGTH) throw new BadRequestError(`${what} is longer than ${MAX_KEY_LENGTH} characters`);
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${what} contains control characters`);
   return text;
 }

@@ -1,7 +1,7 @@
 import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
-import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
+import { RecordNotStoredError, StoreUnavailableError } from '../errors.js';
+import type { VerifiedEvent } from '../model/delivery.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { compiledStatement } from '../db/compiled-statement.js';
@@ -14,7 +14,7 @@ import { claimBatch } from './claim.js';
 import { nextDueEvents, paymentKey } from './payment-leases.js';
 import { completeBatch, fence, TransactionBatch, type CompletionRequest } from './complete.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
-import type { BusinessTransaction, ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
+import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
 
 const TRANSIENT_CONFLICT_RETRIES = 3;
 /** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
@@ -118,7 +118,7 @@ export class KyselyInboxStore implements InboxStore {
   private async applyMigrations(): Promise<string[]> {
     await this.dialect.ensureDatabase(this.url);
     const { error, results } = await this.migrator().migrateToLatest();
-    if (error) throw error;
+    if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 
@@ -155,7 +155,7 @@ export class KyselyInboxStore implements InboxStore {
       const returning = await this.insertReturning();
       if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
       const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return await Promise.allSettled(results.map((result, i) => result ?? this.recordOne(requests[i]!)));
+      return await Promise.allSettled(results.map((result, i) => (result ? Promise.resolve(result) : this.recordOne(requests[i]!))));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
       // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a

@@ -62,8 +62,8 @@ export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyo
 export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
   return db
     .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
-    .where(({ not, exists, selectFrom }) =>
-      not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
+    .where((eb) =>
+      eb.not(eb.exists(eb.selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
     );
 }
 
@@ -141,7 +141,7 @@ async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInser
   const { rows } = await insert(unique.map(newEventRow));
   const created = new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
   const others = unique.filter((r) => !created.has(eventKey(r.event.provider, r.event.eventId))).map((r) => r.event);
-  return { created, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
+  return { created, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
 }
 
 /**

@@ -10,9 +10,9 @@ export type CliProcess = ChildProcess & { output: () => string; stdout: NonNulla
 export function runCli(args: string[], env: Record<string, string>, cwd?: string): CliProcess {
   const child = spawn(process.execPath, [CLI, ...args], { cwd, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return Object.assign(child, { output: () => output }) as CliProcess;
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return Object.assign(child, { output: () => output });
 }
 
 export async function exitOf(child: ChildProcess): Promise<number | null> {

@@ -127,7 +127,7 @@ export async function startFulfilmentServer(): Promise<FulfilmentDownstream> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-  const server = createServer(async (request: IncomingMessage, response: ServerResponse) => {
+  const respond = async (request: IncomingMessage, response: ServerResponse) => {
     let text = '';
     for await (const chunk of request) text += chunk;
     const header = request.headers['idempotency-key'];
@@ -143,7 +143,8 @@ export async function startFulfilmentServer(): Promise<FulfilmentDownstream> {
     if (answer.status >= 200 && answer.status < 300 && call.key) downstream.done.add(call.key);
     response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
     response.end(JSON.stringify(answer.body ?? {}));
-  });
+  };
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => void respond(request, response));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   downstream.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/fulfilments`;

@@ -10,7 +10,7 @@ export const EMPTY_DIR = mkdtempSync(path.join(tmpdir(), 'wi-env-'));
 /** Every variable name the configuration reads, observed by reading through a recording environment. */
 export function variablesRead(): string[] {
   const names = new Set<string>();
-  const recording = new Proxy({} as Record<string, string | undefined>, {
+  const recording = new Proxy({}, {
     get(_target, name) {
       if (typeof name === 'string') names.add(name);
       return undefined;

@@ -41,7 +41,7 @@ export async function deliverUntilAcknowledged(baseUrl: string, delivery: () => 
 
 /** Runs the tasks with at most `concurrency` at a time, in order of the list. */
 export async function inParallel<T>(tasks: Array<() => Promise<T>>, concurrency: number): Promise<T[]> {
-  const results: T[] = new Array(tasks.length);
+  const results = new Array<T>(tasks.length);
   let next = 0;
   const lane = async () => {
     while (next < tasks.length) {

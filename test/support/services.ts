@@ -17,7 +17,9 @@ import { freePort } from './processes.js';
  */
 const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-export type Unavailable = { skip: string };
+export interface Unavailable {
+  skip: string;
+}
 
 function unavailable(reason: string): Unavailable {
   if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${reason} (REQUIRE_SERVICES=1)`);
@@ -92,7 +94,7 @@ async function startServer(command: string, args: string[], what: string, ready:
 }
 
 async function stopServer(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  if (child?.exitCode !== null || child.signalCode !== null) return;
   child.kill('SIGTERM');
   await exitOf(child);
 }
@@ -202,7 +204,7 @@ export class PrivateMariadb {
 
   /** A crash: no shutdown, connections dropped; InnoDB recovers from its redo log at the next start. */
   async kill(): Promise<void> {
-    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    if (this.child?.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill('SIGKILL');
     await exitOf(this.child);
   }
@@ -218,7 +220,7 @@ export class PrivateMariadb {
 
   async destroy(): Promise<void> {
     this.resume();
-    if (this.child && this.child.exitCode === null) {
+    if (this.child?.exitCode === null) {
       this.child.kill('SIGKILL');
       await exitOf(this.child);
     }

@@ -56,7 +56,7 @@ function preparing(connection: PoolConnection): MysqlPoolConnection {
     if (parameters.length === 0 || parameters.length > MAX_PREPARED_PARAMETERS) return asText(sql, parameters, callback);
     try {
       connection.execute(sql, parameters as never, ((error: { errno?: number } | null, result: MysqlQueryResult) => {
-        if (error && error.errno !== undefined && CANNOT_PREPARE.has(error.errno)) asText(sql, parameters, callback);
+        if (error?.errno !== undefined && CANNOT_PREPARE.has(error.errno)) asText(sql, parameters, callback);
         else callback(error, result);
       }) as never);
     } catch (error) {
@@ -64,5 +64,5 @@ function preparing(connection: PoolConnection): MysqlPoolConnection {
       callback(error, undefined as never);
     }
   }
-  return { query, release: () => connection.release() } as MysqlPoolConnection;
+  return { query, release: () => connection.release() };
 }

@@ -35,7 +35,7 @@ export function parsePayuFields(headers: RawDelivery['headers'], body: Buffer): 
 }
 
 function formFields(text: string): PayuFields {
-  const fields: PayuFields = Object.create(null);
+  const fields = Object.create(null) as PayuFields;
   // URLSearchParams decodes "+" as a space and %XX escapes, exactly what the hash is computed over.
   for (const [name, value] of new URLSearchParams(text)) {
     // A repeated field would make the hashed value ambiguous.
@@ -46,7 +46,7 @@ function formFields(text: string): PayuFields {
 }
 
 function jsonFields(object: Record<string, unknown>): PayuFields {
-  const fields: PayuFields = Object.create(null);
+  const fields = Object.create(null) as PayuFields;
   for (const [name, value] of Object.entries(object)) {
     if (typeof value === 'string') fields[name] = value;
     else if (typeof value === 'number' || typeof value === 'boolean') fields[name] = String(value);

@@ -1,0 +1,59 @@
+/**
+ * The layering of src/, checked in CI (`npm run lint:deps`). Each layer may import from the layers
+ * below it and from itself, never from a layer above; nothing may import in a circle. A new folder
+ * goes into the layer it belongs to, so the rules keep describing the whole tree.
+ */
+const LAYERS = [
+  ['src/errors.ts', 'src/clock.ts', 'src/model/'], // what everything shares: errors, time, the shapes the pipeline carries
+  ['src/config/'], // settings, read and validated from the environment
+  ['src/db/'], // what every table shares: schema, migrations, backends, group commit, leases
+  ['src/store/'], // the inbox's own operations: record, claim, complete, payment leases
+  ['src/providers/'], // verify and read each provider's deliveries
+  ['src/domain/'], // payments and the reference business (course platform)
+  ['src/observability/', 'src/queue/'], // metrics, logs, readiness; how ids reach the workers
+  ['src/processing/'], // claim, apply, complete: the workers
+  ['src/outbox/'], // side effects after commit
+  ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
+  ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
+  ['src/http/'], // fastify routes
+  ['src/app.ts'], // the composition root
+  ['src/cli/', 'src/index.ts'], // the command line and the library surface
+];
+
+const escape = (path) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const pattern = (paths) => `^(${paths.map((p) => escape(p) + (p.endsWith('/') ? '' : '$')).join('|')})`;
+
+const layerRules = LAYERS.slice(0, -1).map((layer, index) => ({
+  name: `layer-${index}-imports-down`,
+  comment: `${layer.join(', ')} may not import from the layers above it`,
+  severity: 'error',
+  from: { path: pattern(layer) },
+  to: { path: pattern(LAYERS.slice(index + 1).flat()) },
+}));
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', comment: 'no import cycles', from: {}, to: { circular: true } },
+    {
+      name: 'src-not-to-tests-or-tools',
+      severity: 'error',
+      comment: 'the product never imports its tests, bench or chaos suite',
+      from: { path: '^src/' },
+      to: { path: '^(test|bench|chaos)/' },
+    },
+    {
+      name: 'every-src-file-in-a-layer',
+      severity: 'error',
+      comment: 'a file outside every layer would escape the rules: add its folder to LAYERS',
+      from: { path: '^src/', pathNot: pattern(LAYERS.flat()) },
+      to: {},
+    },
+    ...layerRules,
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js'] },
+  },
+};

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { runBench } from '../run.js';
+import { parseSettings } from '../settings.js';
+import { createTestDatabase } from '../../test/support/database.js';
+
+/**
+ * `npm run bench -- --quick` end to end at a tiny scale: targets start, the load generator runs as
+ * its own process, processing is measured, the report is written. Asserts no timings.
+ */
+const probe = await createTestDatabase('mysql');
+if (!('skip' in probe)) await probe.drop();
+
+describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip }, () => {
+  let out: string;
+  after(async () => {
+    if (out) await rm(out, { recursive: true, force: true });
+  });
+
+  test('runs every target and the forged flood, and writes results.json, report.md, latency.svg and flame graphs', async () => {
+    out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
+    const settings = parseSettings([
+      '--quick',
+      '--targets', 'baseline,ceiling,background',
+      '--duration', '1',
+      '--warmup', '0',
+      '--paced-duration', '1',
+      '--rates', '50',
+      '--sustained', '50',
+      '--flood', '50',
+      '--connections', '4',
+      // Through the latency proxy, so the remote-database setting runs end to end as well.
+      '--db-latency', '1',
+      '--max-rate', '500',
+      '--out', out,
+      '--profile', join(out, 'profiles'),
+      '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
+    ]);
+    const results = await runBench(settings);
+
+    assert.deepEqual(results.summary.targets.map((t) => t.target), ['baseline', 'ceiling', 'background']);
+    for (const target of results.summary.targets) {
+      assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
+      assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
+      assert.ok(target.peakRssMb > 0);
+      assert.equal(target.paced.length, 1);
+    }
+    for (const run of results.runs.filter((r) => r.target === 'background')) {
+      const processing = run.saturation.processing!;
+      assert.ok(processing.newEvents > 0);
+      assert.equal(processing.unprocessed, 0, `${run.target}: every recorded event was processed`);
+      assert.ok(processing.settledAfterMs !== null && processing.settledAfterMs >= 0, `${run.target}: the time until all work was done is measured`);
+      const byRank = run.sustained!.processing!.lagByPaymentRankMs.map((lags) => lags.count);
+      assert.ok(byRank[0]! > 0 && byRank[1]! > 0, `${run.target}: payments' first and second events measured apart (${byRank.join(', ')})`);
+      assert.ok(byRank.reduce((a, b) => a + b) <= run.sustained!.processing!.lagMs.count, 'events about no payment are in no rank');
+    }
+    const [baseline, ceiling, background] = results.summary.targets;
+    for (const target of [baseline!, background!]) assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: MariaDB's CPU per ack is measured (it runs on this machine)`);
+    assert.ok(ceiling!.ackRatio! > 0 && background!.ackRatio! > 0, 'quoted as a ratio to the baseline');
+    const flood = background!.flood!;
+    assert.equal(flood.forgedAccepted, 0, 'no forged delivery got a 2xx');
+    assert.equal(flood.validRefused, 0, 'every valid delivery was acknowledged during the flood');
+    assert.ok(flood.forgedPerSec > 0);
+    assert.ok(results.summary.checks.length > 0);
+
+    const saved = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as typeof results;
+    assert.deepEqual(saved.summary, results.summary);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| ceiling \(node:http \+ signature check, no database\) \| \d+/);
+    assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
+    assert.ok(existsSync(join(out, 'latency.svg')));
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+ \|.*\| [\d.]+ \/ [\d.]+; [\d.]+ \/ [\d.]+; /, 'the sustained step splits the lag by place in the payment');
+
+    // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
+    const logs = readdirSync(join(out, 'logs'));
+    assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline', 'ceiling'], logs.join(', '));
+    assert.match(readFileSync(join(out, 'logs', logs.find((name) => name.startsWith('background'))!), 'utf8'), /Server listening/);
+
+    // --profile: each target's CPU profiles, each with its flame graph.
+    for (const target of ['baseline-1', 'ceiling-1', 'background-1']) {
+      const files = readdirSync(join(out, 'profiles', target));
+      const profiles = files.filter((name) => name.endsWith('.cpuprofile'));
+      assert.ok(profiles.length > 0, `${target}: ${files.join(', ')}`);
+      for (const profile of profiles) assert.match(readFileSync(join(out, 'profiles', target, profile.replace(/cpuprofile$/, 'svg')), 'utf8'), /^<svg [\s\S]*<rect /);
+    }
+  });
+});

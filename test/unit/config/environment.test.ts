@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../../src/config/display.js';
+import { loadConfig } from '../../../src/config/load.js';
+import { readEnvironment } from '../../../src/config/environment.js';
+import { ConfigError } from '../../../src/errors.js';
+import { EMPTY_DIR, variablesRead } from '../../support/environment.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+const CLI = path.join(ROOT, 'bin/webhook-inbox.js');
+
+/** A fresh directory holding one .env file with `text`. */
+function dirWithEnvFile(text: string, name = '.env'): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'wi-envfile-'));
+  writeFileSync(path.join(dir, name), text);
+  return dir;
+}
+
+describe('the .env file', () => {
+  test('is read beneath the environment: the real environment wins', () => {
+    const dir = dirWithEnvFile('PORT=4000\nLOG_LEVEL=debug\n# a comment\nSTRIPE_WEBHOOK_SECRET="whsec_from_file"\n');
+    const { variables, file } = readEnvironment({ PORT: '5000' }, dir);
+    assert.equal(file, path.join(dir, '.env'));
+    const config = loadConfig(variables);
+    assert.equal(config.port, 5000, 'the environment wins');
+    assert.equal(config.logLevel, 'debug', 'the file fills in');
+    assert.deepEqual(config.providers.stripe?.secrets, ['whsec_from_file']);
+  });
+
+  test('a missing default .env is fine', () => {
+    assert.deepEqual(readEnvironment({ PORT: '1' }, EMPTY_DIR), { variables: { PORT: '1' }, file: null });
+  });
+
+  test('ENV_FILE names another file, relative to the working directory', () => {
+    const dir = dirWithEnvFile('PORT=4100\n', 'staging.env');
+    const { variables, file } = readEnvironment({ ENV_FILE: 'staging.env' }, dir);
+    assert.equal(file, path.join(dir, 'staging.env'));
+    assert.equal(loadConfig(variables).port, 4100);
+  });
+
+  test('a missing ENV_FILE is an error naming the variable', () => {
+    assert.throws(
+      () => readEnvironment({ ENV_FILE: 'absent.env' }, EMPTY_DIR),
+      (error: unknown) => error instanceof ConfigError && /^ENV_FILE names .*absent\.env, which cannot be read \(ENOENT\)$/.test(error.problems[0] ?? ''),
+    );
+  });
+
+  test('invalid values from the file are reported like those from the environment', () => {
+    const dir = dirWithEnvFile('PORT=eighty\n');
+    assert.throws(() => loadConfig(readEnvironment({}, dir).variables), /PORT must be an integer/);
+  });
+});
+
+describe('documentation of the variables', () => {
+  const variables = variablesRead();
+
+  test('the configuration reads the variables this test expects to find', () => {
+    assert.ok(variables.includes('DATABASE_URL') && variables.includes('ENV_FILE') && variables.length >= 20, variables.join(', '));
+  });
+
+  test('every variable is in .env.example', () => {
+    const example = readFileSync(path.join(ROOT, '.env.example'), 'utf8');
+    const missing = variables.filter((name) => !new RegExp(`^#? ?${name}=`, 'm').test(example));
+    assert.deepEqual(missing, []);
+  });
+
+  test('every variable is in the README configuration table', () => {
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const missing = variables.filter((name) => !readme.includes(`| \`${name}\` |`));
+    assert.deepEqual(missing, []);
+  });
+});
+
+describe('the effective configuration, masked', () => {
+  const CANARY = 'CANARY0123456789';
+  const secrets = {
+    STRIPE_WEBHOOK_SECRET: `whsec_${CANARY}a,whsec_${CANARY}b`,
+    RAZORPAY_WEBHOOK_SECRET: `rzp_${CANARY}`,
+    PAYU_MERCHANT_KEY: `K${CANARY}`,
+    PAYU_MERCHANT_SALT: `S${CANARY}`,
+    DATABASE_URL: `mysql://app:${CANARY}@db.internal:3306/inbox`,
+  };
+
+  test('shows every setting, and no secret', () => {
+    const masked = maskedConfig(loadConfig(secrets));
+    const text = JSON.stringify(masked) + formatConfig(masked).join('\n');
+    assert.ok(!text.includes(CANARY), text);
+    assert.deepEqual((masked as { providers: { stripe: { secrets: string[] } } }).providers.stripe.secrets, ['whsec_…(masked)', 'whsec_…(masked)']);
+    assert.match(text, /"databaseUrl":"mysql:\/\/app:…\(masked\)@db\.internal:3306\/inbox"/);
+    assert.match(formatConfig(masked).join('\n'), /^processing\.leaseMs +30000$/m);
+  });
+
+  test('secrets and URLs', () => {
+    assert.equal(maskSecret('whsec_abcdefghijklmnop'), 'whsec_…(masked)');
+    assert.equal(maskSecret('TstK3y'), '…(masked)', 'short values keep nothing');
+    assert.equal(maskUrl('mysql://root@127.0.0.1:3306/webhook_inbox'), 'mysql://root@127.0.0.1:3306/webhook_inbox');
+    assert.equal(maskUrl('redis://:pw%40rd@cache:6379/0'), 'redis://:…(masked)@cache:6379/0');
+    assert.equal(maskUrl('https://hooks.example.com/services/T0/B0/secretpath'), 'https://hooks.example.com/…(masked)');
+    assert.equal(maskUrl('sqlite:data/webhook-inbox.db'), 'sqlite:data/webhook-inbox.db');
+  });
+
+  test('webhook-inbox config prints it, as text and as JSON, with the .env file under the environment', async () => {
+    const dir = dirWithEnvFile(`RAZORPAY_WEBHOOK_SECRET=${secrets.RAZORPAY_WEBHOOK_SECRET}\nPORT=4000\n`);
+    const run = (args: string[]) =>
+      promisify(execFile)(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH, PORT: '4500', STRIPE_WEBHOOK_SECRET: secrets.STRIPE_WEBHOOK_SECRET, DATABASE_URL: secrets.DATABASE_URL } });
+    const [text, json] = await Promise.all([run(['config']), run(['config', '--json'])]);
+    for (const output of [text.stdout, json.stdout]) assert.ok(!output.includes(CANARY), output);
+    assert.match(text.stdout, /^# env file: .*\.env$/m);
+    assert.match(text.stdout, /^port +4500$/m);
+    assert.match(text.stdout, /^providers\.razorpay\.secrets +rzp_…\(masked\)$/m);
+    const parsed = JSON.parse(json.stdout) as { envFile: string; config: { port: number; databaseUrl: string } };
+    assert.equal(parsed.envFile, path.join(dir, '.env'));
+    assert.equal(parsed.config.port, 4500);
+    assert.equal(parsed.config.databaseUrl, 'mysql://app:…(masked)@db.internal:3306/inbox');
+  });
+});

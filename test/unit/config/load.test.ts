@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { DEFAULT_DATABASE_URL, loadConfig } from '../../../src/config/load.js';
+import { readEnvironment } from '../../../src/config/environment.js';
+import { ConfigError } from '../../../src/errors.js';
+import { EMPTY_DIR, variablesRead } from '../../support/environment.js';
+
+type Env = Record<string, string | undefined>;
+
+function configError(env: Env): ConfigError {
+  try {
+    loadConfig(readEnvironment(env, EMPTY_DIR).variables);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail(`loadConfig(${JSON.stringify(env)}) should have thrown a ConfigError`);
+}
+
+describe('loadConfig: defaults and valid values', () => {
+  test('an empty environment gives the documented defaults, with every provider unconfigured', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.databaseUrl, DEFAULT_DATABASE_URL);
+    assert.equal(DEFAULT_DATABASE_URL, 'sqlite:./data/webhook-inbox.db', 'the embedded store needs no server');
+    assert.equal(config.bodyLimitBytes, 1_048_576);
+    assert.equal(config.migrateOnStart, true);
+    assert.equal(config.logLevel, 'info');
+    assert.equal(config.processing.mode, 'background');
+    assert.equal(config.processing.leaseMs, 30_000);
+    assert.equal(config.processing.recordTimeoutMs, 2000);
+    assert.equal(config.heapGrowthPercent, 60);
+    assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
+    assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
+  });
+
+  test('REDIS_URL selects Redis Streams, on the default stream unless REDIS_STREAM names one', () => {
+    assert.deepEqual(loadConfig({ REDIS_URL: 'redis://:pw@cache:6379/2' }).redis, { url: 'redis://:pw@cache:6379/2', stream: 'webhook-inbox:events' });
+    assert.deepEqual(loadConfig({ REDIS_URL: 'rediss://cache', REDIS_STREAM: 'shop:webhooks' }).redis, { url: 'rediss://cache', stream: 'shop:webhooks' });
+  });
+
+  test('DATABASE_URL accepts SQLite files (relative or absolute) and MySQL URLs', () => {
+    for (const url of ['sqlite:inbox.db', 'sqlite:./data/inbox.db', 'sqlite:/var/lib/webhook-inbox/inbox.db', 'sqlite:///var/lib/inbox.db', 'mysql://app:pw@db:3306/webhook_inbox']) {
+      assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
+    }
+  });
+
+  test('HOST takes IP addresses and host names', () => {
+    for (const host of ['0.0.0.0', '::', '::1', '127.0.0.1', 'localhost', 'inbox-1.internal.example']) assert.equal(loadConfig({ HOST: host }).host, host);
+  });
+
+  test('the Stripe tolerance defaults to 300 s', () => {
+    assert.equal(loadConfig({ STRIPE_WEBHOOK_SECRET: 'whsec_a' }).providers.stripe?.toleranceSeconds, 300);
+  });
+
+  test('comma-separated secrets are split and trimmed', () => {
+    const config = loadConfig({
+      STRIPE_WEBHOOK_SECRET: 'whsec_a, whsec_b',
+      RAZORPAY_WEBHOOK_SECRET: ' rzp_new ,rzp_old,',
+      STRIPE_TOLERANCE_SECONDS: '60',
+    });
+    assert.deepEqual(config.providers.stripe, { secrets: ['whsec_a', 'whsec_b'], toleranceSeconds: 60 });
+    assert.deepEqual(config.providers.razorpay, { secrets: ['rzp_new', 'rzp_old'] });
+  });
+
+  test('PayU is configured when both key and salt are set', () => {
+    const config = loadConfig({ PAYU_MERCHANT_KEY: 'TstK3y', PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' });
+    assert.deepEqual(config.providers.payu, { merchantKey: 'TstK3y', merchantSalt: 'TestSalt0123456789abcdefGHIJKLmn' });
+  });
+});
+
+describe('loadConfig: each invalid value is reported by variable name', () => {
+  const testedVariables = new Set<string>();
+
+  for (const { env, variable } of [
+    { env: { PORT: 'abc' }, variable: 'PORT' },
+    { env: { PORT: '70000' }, variable: 'PORT' },
+    { env: { HOST: 'not_a_host' }, variable: 'HOST' },
+    { env: { HOST: 'http://0.0.0.0' }, variable: 'HOST' },
+    { env: { DATABASE_URL: 'postgres://x/y' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'mysql://host:3306' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite://host/inbox.db' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite::memory:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./data/' }, variable: 'DATABASE_URL' },
+    { env: { DATABASE_URL: 'sqlite:./inbox.db?mode=ro' }, variable: 'DATABASE_URL' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a', STRIPE_TOLERANCE_SECONDS: '0' }, variable: 'STRIPE_TOLERANCE_SECONDS' },
+    { env: { PROCESSING_MODE: 'fast' }, variable: 'PROCESSING_MODE' },
+    { env: { LEASE_SECONDS: '-1' }, variable: 'LEASE_SECONDS' },
+    { env: { BODY_LIMIT_BYTES: '10' }, variable: 'BODY_LIMIT_BYTES' },
+    { env: { MIGRATE_ON_START: 'maybe' }, variable: 'MIGRATE_ON_START' },
+    { env: { LOG_LEVEL: 'loud' }, variable: 'LOG_LEVEL' },
+    { env: { STRIPE_WEBHOOK_SECRET: ',,' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_a whsec_b' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'sk_live_pasted_the_api_key' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { STRIPE_WEBHOOK_SECRET: 'whsec_new,old_without_prefix' }, variable: 'STRIPE_WEBHOOK_SECRET' },
+    { env: { RAZORPAY_WEBHOOK_SECRET: 'rzp_new, rzp old' }, variable: 'RAZORPAY_WEBHOOK_SECRET' },
+    { env: { PAYU_MERCHANT_KEY: 'TstK3y' }, variable: 'PAYU_MERCHANT_SALT' },
+    { env: { PAYU_MERCHANT_SALT: 'TestSalt0123456789abcdefGHIJKLmn' }, variable: 'PAYU_MERCHANT_KEY' },
+    { env: { RETRY_BASE_SECONDS: '60', RETRY_MAX_SECONDS: '30' }, variable: 'RETRY_MAX_SECONDS' },
+    { env: { REDIS_URL: 'localhost:6379' }, variable: 'REDIS_URL' },
+    { env: { REDIS_URL: 'http://cache:6379' }, variable: 'REDIS_URL' },
+    { env: { REDIS_URL: 'redis://' }, variable: 'REDIS_URL' },
+    { env: { RECORD_TIMEOUT_MS: '0' }, variable: 'RECORD_TIMEOUT_MS' },
+    { env: { REDIS_STREAM: 'webhook inbox' }, variable: 'REDIS_STREAM' },
+    // The bounds are compared only once both were read: no second, misleading problem.
+    { env: { RETRY_BASE_SECONDS: 'abc', RETRY_MAX_SECONDS: '5' }, variable: 'RETRY_BASE_SECONDS' },
+    { env: { RETRY_MAX_SECONDS: '1e9' }, variable: 'RETRY_MAX_SECONDS' },
+    { env: { DB_POOL_SIZE: '0' }, variable: 'DB_POOL_SIZE' },
+    { env: { DB_RECORD_CONNECTIONS: '65' }, variable: 'DB_RECORD_CONNECTIONS' },
+    { env: { WORKER_CONCURRENCY: '2.5' }, variable: 'WORKER_CONCURRENCY' },
+    { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
+    { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
+    { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
+    { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
+    { env: { HEAP_GROWTH_PERCENT: '-10' }, variable: 'HEAP_GROWTH_PERCENT' },
+    { env: { PAYU_MERCHANT_KEY: 'Tst K3y', PAYU_MERCHANT_SALT: 'salt' }, variable: 'PAYU_MERCHANT_KEY' },
+    { env: { ENV_FILE: 'no-such-file.env' }, variable: 'ENV_FILE' },
+    { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
+    { env: { STUCK_CHECK_CRON: 'daily' }, variable: 'STUCK_CHECK_CRON' },
+    { env: { STUCK_CHECK_OLDER_THAN: '30 minutes' }, variable: 'STUCK_CHECK_OLDER_THAN' },
+    { env: { ARCHIVE_CRON: '61 * * * *', ARCHIVE_DIR: '/var/archive' }, variable: 'ARCHIVE_CRON' },
+    { env: { ARCHIVE_CRON: '0 3 * * *' }, variable: 'ARCHIVE_DIR' },
+    { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },
+    { env: { SMTP_URL: 'http://mail.example', MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_URL: 'smtp://', MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_URL: 'smtp://mail.example', MAIL_FROM: 'receipts' }, variable: 'MAIL_FROM' },
+    { env: { SMTP_URL: 'smtp://mail.example', MAIL_FROM: 'a@shop.example, b@shop.example' }, variable: 'MAIL_FROM' },
+    { env: { SMTP_URL: 'smtp://mail.example' }, variable: 'MAIL_FROM' },
+    { env: { MAIL_FROM: 'receipts@shop.example' }, variable: 'SMTP_URL' },
+    { env: { SMTP_TIMEOUT_MS: 'soon' }, variable: 'SMTP_TIMEOUT_MS' },
+    { env: { FULFILLMENT_URL: 'ftp://fulfil.example' }, variable: 'FULFILLMENT_URL' },
+    { env: { FULFILLMENT_TIMEOUT_MS: '0' }, variable: 'FULFILLMENT_TIMEOUT_MS' },
+    { env: { OUTBOX_CONCURRENCY: '0' }, variable: 'OUTBOX_CONCURRENCY' },
+  ]) {
+    testedVariables.add(variable);
+    test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
+      const error = configError(env);
+      assert.equal(error.problems.length, 1, error.message);
+      assert.ok(error.problems[0]?.includes(variable), error.message);
+      assert.ok(error.message.includes(variable), error.message);
+    });
+  }
+
+  test('every variable the configuration reads has a case above (HOST takes any value)', () => {
+    const untested = variablesRead().filter((name) => name !== 'HOST' && !testedVariables.has(name));
+    assert.deepEqual(untested, [], 'add an invalid value for each of these to the table above');
+  });
+
+  test('several bad variables are all named in one error', () => {
+    const bad = { PORT: 'abc', LOG_LEVEL: 'loud', PROCESSING_MODE: 'fast', MIGRATE_ON_START: 'maybe', DATABASE_URL: 'not a url' };
+    const error = configError(bad);
+    assert.equal(error.problems.length, Object.keys(bad).length, error.message);
+    for (const variable of Object.keys(bad)) {
+      assert.ok(error.problems.some((problem) => problem.startsWith(variable)), `${variable} is named in ${error.message}`);
+    }
+  });
+});
+
+describe('loadConfig: secret values never reach an error message', () => {
+  const CANARY = 'LEAKCANARY';
+  for (const env of [
+    { STRIPE_WEBHOOK_SECRET: `whsec_${CANARY} ${CANARY}` },
+    { STRIPE_WEBHOOK_SECRET: `whsec_${CANARY}`, PORT: 'abc' },
+    { RAZORPAY_WEBHOOK_SECRET: `rzp_${CANARY}, rzp ${CANARY}` },
+    { PAYU_MERCHANT_KEY: `key_${CANARY}` },
+    { PAYU_MERCHANT_SALT: `salt_${CANARY}` },
+    { PAYU_MERCHANT_KEY: 'TstK3y', PAYU_MERCHANT_SALT: `salt ${CANARY}` },
+    { DATABASE_URL: `mysql://app:${CANARY}@db:3306` },
+    { DATABASE_URL: `postgres://app:${CANARY}@db/inbox` },
+    { REDIS_URL: `http://:${CANARY}@cache:6379` },
+    { REDIS_URL: `redis//:${CANARY}@cache` },
+    { SMTP_URL: `http://mailer:${CANARY}@mail.example`, MAIL_FROM: 'receipts@shop.example' },
+    { SMTP_URL: `smtp://mailer:${CANARY}@`, MAIL_FROM: 'receipts@shop.example' },
+    { SMTP_URL: `smtp://mailer:${CANARY}@mail.example` },
+  ]) {
+    test(`${Object.keys(env).join(' + ')}: ${JSON.stringify(env)}`, () => {
+      const error = configError(env);
+      assert.ok(!error.message.includes(CANARY), error.message);
+    });
+  }
+});

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { Sweeper } from '../../../src/processing/sweeper.js';
+import type { InboxStore } from '../../../src/store/inbox-store.js';
+
+const HOUR = 3_600_000;
+
+/** A store whose due events are `backlog` ids, handed out `limit` at a time as the workers take them. */
+function backlogStore(backlog: number) {
+  let next = 1;
+  const sweeps: number[] = [];
+  const store = {
+    async dueEventIds(limit: number) {
+      sweeps.push(Date.now());
+      const ids = Array.from({ length: Math.min(limit, backlog - next + 1) }, (_, i) => next + i);
+      next += ids.length;
+      return ids;
+    },
+  } as unknown as InboxStore;
+  return { store, sweeps };
+}
+
+test('a backlog drains at the workers pace: after a full batch the sweeper sweeps again once a worker is free', async () => {
+  const { store, sweeps } = backlogStore(10);
+  const enqueued: number[] = [];
+  let freeCalls = 0;
+  const workers = {
+    enqueue: (id: number) => (enqueued.push(id), true),
+    whenFree: async () => void freeCalls++,
+  };
+  const sweeper = new Sweeper(store, workers, pino({ level: 'silent' }), 0, 4);
+  sweeper.start(300);
+  const deadline = Date.now() + 5000;
+  while (enqueued.length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  await sweeper.stop();
+  assert.deepEqual(enqueued, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  assert.equal(freeCalls, 2, 'waited for a free worker after each of the two full batches');
+  // Three sweeps: the first after the interval, the next two at once (not 300 ms apart each).
+  assert.ok(sweeps[2]! - sweeps[0]! < 300, `full batches were swept back to back (${sweeps[2]! - sweeps[0]!} ms)`);
+});
+
+test('a partial batch waits for the interval, and stop() does not wait for a free worker', async () => {
+  const { store, sweeps } = backlogStore(2);
+  let freeCalls = 0;
+  const sweeper = new Sweeper(store, { enqueue: () => true, whenFree: () => (freeCalls++, new Promise<void>(() => undefined)) }, pino({ level: 'silent' }), 0, 4);
+  sweeper.start(20);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await sweeper.stop();
+  assert.equal(freeCalls, 0, 'never waited for workers: no batch was full');
+  assert.ok(sweeps.length >= 2 && sweeps.length <= 6, `swept every interval (${sweeps.length} sweeps in 100 ms)`);
+
+  // A full batch, then workers that never free up: stop() still returns.
+  const full = backlogStore(HOUR);
+  const stuck = new Sweeper(full.store, { enqueue: () => true, whenFree: () => new Promise<void>(() => undefined) }, pino({ level: 'silent' }), 0, 4);
+  stuck.start(1);
+  await new Promise((resolve) => setTimeout(resolve, 30));
+  await stuck.stop();
+  assert.equal(full.sweeps.length, 1, 'no sweep while every worker is busy');
+});

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { BadRequestError, SignatureError, UnsupportedMediaTypeError } from '../../../src/errors.js';
+import type { VerifiedEvent } from '../../../src/model/delivery.js';
+import { rupeesToPaise } from '../../../src/providers/payu/normalize.js';
+import { createPayuVerifier } from '../../../src/providers/payu/verify.js';
+import { PAYLOADS_DIR, payload, payloadJson } from '../../support/fixtures.js';
+
+/** The made-up test credentials the constructed PayU samples were signed with (payloads/README.md). */
+const KEY = 'TstK3y';
+const SALT = 'TestSalt0123456789abcdefGHIJKLmn';
+const FORM = 'application/x-www-form-urlencoded';
+const verifier = createPayuVerifier({ merchantKey: KEY, merchantSalt: SALT });
+
+/** `contentType: null` sends no Content-Type header at all. */
+function verify(body: string | Buffer, contentType: string | null = FORM): VerifiedEvent {
+  const headers = contentType === null ? {} : { 'content-type': contentType };
+  return verifier.verify({ headers, body: Buffer.from(body), receivedAt: new Date() });
+}
+
+function formFields(text: string): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(text));
+}
+
+/**
+ * The reverse hash written out independently of src/ (PROVIDERS.md §3.4):
+ *   [additionalCharges|]SALT|status||||||udf5|udf4|udf3|udf2|udf1|email|firstname|productinfo|amount|txnid|key
+ */
+function referenceHash(fields: Record<string, string>, options: { additionalChargesPrefix: boolean }): string {
+  const f = (name: string) => fields[name] ?? '';
+  const udfs = ['udf5', 'udf4', 'udf3', 'udf2', 'udf1'].map(f);
+  const parts = [SALT, f('status'), '', '', '', '', '', ...udfs, f('email'), f('firstname'), f('productinfo'), f('amount'), f('txnid'), KEY];
+  if (options.additionalChargesPrefix) parts.unshift(f('additionalCharges'));
+  return createHash('sha512').update(parts.join('|')).digest('hex');
+}
+
+/** The success sample's fields (URL-decoded), without its hash. */
+function successFields(): Record<string, string> {
+  const { hash: _hash, ...fields } = formFields(payload('payu', 'payment_success.form-urlencoded.txt').toString('utf8'));
+  return fields;
+}
+
+const SIGNED_SAMPLES = readdirSync(path.join(PAYLOADS_DIR, 'payu')).filter(
+  (file) => file.endsWith('.form-urlencoded.txt') && !file.includes('.PARTIAL.'),
+);
+
+const ENCODINGS = [
+  { name: 'form-urlencoded', contentType: FORM, encode: (text: string) => text },
+  { name: 'form-urlencoded with a charset parameter', contentType: `${FORM}; charset=UTF-8`, encode: (text: string) => text },
+  { name: 'the same fields as JSON', contentType: 'application/json', encode: (text: string) => JSON.stringify(formFields(text)) },
+];
+
+describe('payu verifier: constructed samples', () => {
+  test('the four constructed, signed samples are present', () => {
+    assert.deepEqual(SIGNED_SAMPLES.sort(), [
+      'payment_failure.form-urlencoded.txt',
+      'payment_success.form-urlencoded.txt',
+      'payment_success_additionalCharges.form-urlencoded.txt',
+      'payment_success_qr_empty_fields.form-urlencoded.txt',
+    ]);
+  });
+
+  for (const file of SIGNED_SAMPLES) {
+    for (const encoding of ENCODINGS) {
+      test(`${file} verifies as ${encoding.name}; event id is mihpayid:status`, () => {
+        const text = payload('payu', file).toString('utf8');
+        const { mihpayid, status } = formFields(text);
+        assert.ok(mihpayid && status);
+        const event = verify(encoding.encode(text), encoding.contentType);
+        assert.equal(event.provider, 'payu');
+        assert.equal(event.eventId, `${mihpayid}:${status}`);
+        assert.equal(event.eventType, `payment.${status}`);
+      });
+    }
+  }
+
+  test('the stored payload is a JSON object of the URL-decoded fields', () => {
+    const event = verify(payload('payu', 'payment_success.form-urlencoded.txt'));
+    const stored = JSON.parse(event.payload) as Record<string, string>;
+    assert.equal(stored.email, 'rahul.sharma+test@example.com', '%2B decodes to +');
+    assert.equal(stored.productinfo, 'Order #000123', '+ decodes to a space');
+    assert.deepEqual(stored, payloadJson('payu', 'payment_success.decoded.json'));
+  });
+});
+
+describe('payu verifier: field and media-type handling', () => {
+  test('mihpayid with surrounding spaces is trimmed in the event id', () => {
+    const fields = { ...successFields(), mihpayid: '  403993715531234567 ' };
+    const body = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
+    assert.equal(verify(body).eventId, '403993715531234567:success');
+  });
+
+  for (const field of ['udf1', 'mihpayid']) {
+    test(`a repeated form field (${field}) -> 400 malformed_body`, () => {
+      const body = `${payload('payu', 'payment_success.form-urlencoded.txt').toString('utf8')}&${field}=other`;
+      assert.throws(
+        () => verify(body),
+        (error: unknown) => error instanceof BadRequestError && error.code === 'malformed_body' && error.message.includes(field),
+      );
+    });
+  }
+
+  for (const contentType of ['text/plain', null]) {
+    test(`content-type ${contentType ?? 'missing'} -> 415`, () => {
+      assert.throws(
+        () => verify(payload('payu', 'payment_success.form-urlencoded.txt'), contentType),
+        (error: unknown) => error instanceof UnsupportedMediaTypeError && error.statusCode === 415,
+      );
+    });
+  }
+
+  test('additionalCharges present but empty is still prefixed (presence, not truthiness)', () => {
+    const fields = { ...successFields(), additionalCharges: '' };
+    const prefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: true }) }).toString();
+    const unprefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
+    assert.equal(verify(prefixed).eventId, '403993715531234567:success');
+    assert.throws(() => verify(unprefixed), SignatureError);
+  });
+
+  for (const file of ['refund_status_callback.success.docs-verbatim.json', 'refund_status_callback.failure.docs-verbatim.json']) {
+    test(`refund status callback without a hash is rejected (${file})`, () => {
+      assert.throws(() => verify(payload('payu', file), 'application/json'), SignatureError);
+    });
+  }
+});
+
+describe('rupeesToPaise', () => {
+  for (const [amount, paise] of [
+    ['1500.00', 150000],
+    ['23.6', 2360],
+    ['0.05', 5],
+    ['40', 4000],
+    ['1e3', null],
+    ['-1', null],
+    ['12.345', null],
+    ['', null],
+  ] as const) {
+    test(`${JSON.stringify(amount)} -> ${paise}`, () => {
+      assert.equal(rupeesToPaise(amount), paise);
+    });
+  }
+});
