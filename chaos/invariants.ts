@@ -5,7 +5,7 @@ import type { FaultRecord } from './faults.js';
 import { foldStates, type SimulatedPayment } from './lifecycles.js';
 import { isAcknowledged, type ProviderSimulator } from './simulator.js';
 
-/** DESIGN.md's invariants as checked after a run: each with its number of violations and a few examples. */
+/** The invariants of docs/design.md as checked after a run: each with its number of violations and a few examples. */
 export interface InvariantResult {
   name: string;
   description: string;

@@ -2,7 +2,7 @@ import type { Generated } from 'kysely';
 import type { PaymentState } from '../model/payment-event.js';
 
 /**
- * Table shapes (DESIGN.md's data model). Times are UTC strings 'YYYY-MM-DD HH:MM:SS.mmm' in every
+ * Table shapes (docs/how-it-works.md, Data model). Times are UTC strings 'YYYY-MM-DD HH:MM:SS.mmm' in every
  * store: DATETIME(3) in MySQL, TEXT in SQLite; the format sorts and compares the same in both.
  */
 export type DbTime = string;

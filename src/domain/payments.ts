@@ -36,7 +36,7 @@ interface PaymentUpdate extends PaymentKey {
 }
 
 /**
- * Applies a payment event forward-only (DESIGN.md invariant 4). Events of one payment are processed
+ * Applies a payment event forward-only (docs/design.md, invariant 4). Events of one payment are processed
  * one at a time (the payment lease), so the payment is read once and written at most once; the write
  * is still conditional (an earlier state, a missing detail), so that even concurrent writers could
  * only move the payment forward and fill what is empty. A stale event still completes missing

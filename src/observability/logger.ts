@@ -7,7 +7,7 @@ const CENSOR = '[redacted]';
 const SECRET_HEADERS = ['authorization', 'cookie', 'stripe-signature', 'x-razorpay-signature'];
 
 /**
- * Fields never logged, wherever they appear in a log object (DESIGN.md invariant 6). Payloads carry
+ * Fields never logged, wherever they appear in a log object (docs/design.md, invariant 6). Payloads carry
  * customer details and PayU's hash; a driver error's `sql` carries the values of the failed statement.
  */
 const SECRET_FIELDS = ['payload', 'parsedPayload', 'body', 'sql'];

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * The provider fixtures, copied from the team's shared/providers (see payloads/README.md for their
+ * The provider fixtures in test/fixtures/providers (see payloads/README.md for their
  * provenance): the signature vectors produced by the official SDKs and the sample payloads.
  */
 export const PROVIDERS_DIR = path.resolve(import.meta.dirname, '../fixtures/providers');

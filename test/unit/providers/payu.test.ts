@@ -26,7 +26,7 @@ function formFields(text: string): Record<string, string> {
 }
 
 /**
- * The reverse hash written out independently of src/ (PROVIDERS.md §3.4):
+ * The reverse hash written out independently of src/ (docs/how-it-works.md, Verification):
  *   [additionalCharges|]SALT|status||||||udf5|udf4|udf3|udf2|udf1|email|firstname|productinfo|amount|txnid|key
  */
 function referenceHash(fields: Record<string, string>, options: { additionalChargesPrefix: boolean }): string {

@@ -10,8 +10,9 @@ import { createStripeVerifier } from '../../../src/providers/stripe/verify.js';
 import { loadVectors, nodeHeaders, vectorBody, type SignatureVector } from '../../support/fixtures.js';
 
 /**
- * The shared signature vectors: `expectedValid` is the official SDK's verdict (stripe-node,
- * razorpay-node, payu-websdk). Our verifiers must agree with it, except where noted below.
+ * The signature vectors (test/fixtures/providers/vectors.json): `expectedValid` is the official SDK's
+ * verdict (stripe-node, razorpay-node, payu-websdk). Our verifiers must agree with it, except where
+ * noted below.
  */
 const vectors = loadVectors();
 
