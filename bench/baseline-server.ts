@@ -19,7 +19,10 @@ const providers = new ProviderRegistry({
   razorpay: { secrets: [TEST_SECRETS.razorpay] },
   payu: { merchantKey: TEST_SECRETS.payuKey, merchantSalt: TEST_SECRETS.payuSalt },
 });
-const pool = process.env.BENCH_NO_DATABASE === undefined ? createPool({ uri: process.env.BENCH_DATABASE_URL, connectionLimit: Number(process.env.DB_POOL_SIZE ?? 10), charset: 'utf8mb4' }) : null;
+const pool =
+  process.env.BENCH_NO_DATABASE === undefined
+    ? createPool({ uri: process.env.BENCH_DATABASE_URL, connectionLimit: Number(process.env.DB_POOL_SIZE ?? 10), charset: 'utf8mb4' })
+    : null;
 
 const INSERT = `INSERT IGNORE INTO webhook_events
   (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)

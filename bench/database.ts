@@ -90,8 +90,16 @@ export interface ProcessingStats {
 export async function drain(store: InboxStore, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { events } = await store.db.selectFrom('webhook_events').select((eb) => eb.fn.countAll<number>().as('events')).where('status', 'in', ['received', 'processing']).executeTakeFirstOrThrow();
-    const { effects } = await store.db.selectFrom('outbox').select((eb) => eb.fn.countAll<number>().as('effects')).where('status', 'in', ['pending', 'sending']).executeTakeFirstOrThrow();
+    const { events } = await store.db
+      .selectFrom('webhook_events')
+      .select((eb) => eb.fn.countAll<number>().as('events'))
+      .where('status', 'in', ['received', 'processing'])
+      .executeTakeFirstOrThrow();
+    const { effects } = await store.db
+      .selectFrom('outbox')
+      .select((eb) => eb.fn.countAll<number>().as('effects'))
+      .where('status', 'in', ['pending', 'sending'])
+      .executeTakeFirstOrThrow();
     if (Number(events) + Number(effects) === 0) return true;
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 250));
@@ -157,7 +165,11 @@ export async function settleBacklog(database: BenchDatabase): Promise<void> {
     .set({ status: 'processed', next_attempt_at: null, lease_owner: null, lease_token: null, lease_expires_at: null, outcome: 'settled by the bench' })
     .where('status', '<>', 'processed')
     .execute();
-  await db.updateTable('outbox').set({ status: 'skipped', next_attempt_at: null, lease_token: null, lease_expires_at: null }).where('status', 'in', ['pending', 'sending']).execute();
+  await db
+    .updateTable('outbox')
+    .set({ status: 'skipped', next_attempt_at: null, lease_token: null, lease_expires_at: null })
+    .where('status', 'in', ['pending', 'sending'])
+    .execute();
 }
 
 const FILL_CHUNK = 250_000;

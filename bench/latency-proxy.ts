@@ -19,7 +19,10 @@ export interface LatencyProxy {
 
 export async function startLatencyProxy(databaseServerUrl: string, delayMs: number): Promise<LatencyProxy> {
   const server = new URL(databaseServerUrl);
-  const child = fork(import.meta.filename, [server.hostname, server.port || '3306', String(delayMs)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child = fork(import.meta.filename, [server.hostname, server.port || '3306', String(delayMs)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const [{ port }] = (await once(child, 'message')) as [{ port: number }];
   return {
     route(databaseUrl) {

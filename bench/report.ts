@@ -150,10 +150,13 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
   const targets = settings.targets.map((name): TargetSummary => {
     const own = runs.filter((r) => r.target === name);
     const saturations = own.map((r) => r.saturation);
-    const ackRatios = name === 'baseline' ? [] : own.flatMap((r) => {
-      const baseline = baselineOf(r.repetition);
-      return baseline ? [round(r.saturation.load.acksPerSec / baseline.saturation.load.acksPerSec, 3)] : [];
-    });
+    const ackRatios =
+      name === 'baseline'
+        ? []
+        : own.flatMap((r) => {
+            const baseline = baselineOf(r.repetition);
+            return baseline ? [round(r.saturation.load.acksPerSec / baseline.saturation.load.acksPerSec, 3)] : [];
+          });
     const processing = processingOf(saturations);
     const sustainedSteps = own.map((r) => r.sustained).filter((s): s is Step => s !== null);
     const sustainedProcessing = processingOf(sustainedSteps);
@@ -232,7 +235,11 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
   const baseline = targets.find((t) => t.target === 'baseline');
   const result: Check[] = [];
   if (background?.ackRatio != null) {
-    result.push({ target: 'default-mode ack throughput >= 2x baseline', met: background.ackRatio >= 2, measured: `${background.ackRatio}x (${background.acksPerSec} vs ${baseline?.acksPerSec} acks/s)` });
+    result.push({
+      target: 'default-mode ack throughput >= 2x baseline',
+      met: background.ackRatio >= 2,
+      measured: `${background.ackRatio}x (${background.acksPerSec} vs ${baseline?.acksPerSec} acks/s)`,
+    });
     const lowest = Math.min(...background.ackRatios);
     result.push({ target: 'never below 1x baseline (every repetition)', met: lowest >= 1, measured: `lowest ${lowest}x over ${background.ackRatios.length} repetition(s)` });
   }
@@ -255,7 +262,11 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
   if (background) keepsUp(`${settings.durationSec} s saturation run`, background.keepUp, background.processedPerSec, background.lagMs);
   const largest = growth.filter((g) => g.target === 'background').at(-1);
   if (largest?.ratioToEmpty != null) {
-    result.push({ target: `growth: ${largest.rows.toLocaleString('en')} rows >= 0.8x empty-table throughput`, met: largest.ratioToEmpty >= 0.8, measured: `${largest.ratioToEmpty}x (${largest.acksPerSec} acks/s)` });
+    result.push({
+      target: `growth: ${largest.rows.toLocaleString('en')} rows >= 0.8x empty-table throughput`,
+      met: largest.ratioToEmpty >= 0.8,
+      measured: `${largest.ratioToEmpty}x (${largest.acksPerSec} acks/s)`,
+    });
   }
   const flood = background?.flood;
   if (flood) {
@@ -285,7 +296,12 @@ function markdown(results: BenchResults): string {
     `${results.startedAt} — \`${results.command}\` — ${settings.repeat} repetition(s), medians; saturation runs ${settings.durationSec} s with ${settings.connections} connections; fixed-rate steps ${settings.pacedDurationSec} s.`,
     '',
     `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores. Load average ${machine.loadAverage}.`,
-    ...(settings.dbLatencyMs > 0 ? ['', `The targets reached MariaDB through a proxy that delayed every packet ${settings.dbLatencyMs} ms each way (a round trip ${2 * settings.dbLatencyMs} ms longer): a database across a network.`] : []),
+    ...(settings.dbLatencyMs > 0
+      ? [
+          '',
+          `The targets reached MariaDB through a proxy that delayed every packet ${settings.dbLatencyMs} ms each way (a round trip ${2 * settings.dbLatencyMs} ms longer): a database across a network.`,
+        ]
+      : []),
     '',
     '## Saturation (closed loop)',
     '',
@@ -324,7 +340,15 @@ function markdown(results: BenchResults): string {
     );
   }
   if (summary.growth.length > 0) {
-    lines.push('', '## Growth (same saturation load, table pre-filled)', '', 'Each target runs on the empty table first, then on the same table filled to each size, so the ratios compare table sizes at one point of the run.', '', '| rows already in webhook_events | target | acks/s | x empty table | ack p99 (ms) |', '|---|---|---|---|---|');
+    lines.push(
+      '',
+      '## Growth (same saturation load, table pre-filled)',
+      '',
+      'Each target runs on the empty table first, then on the same table filled to each size, so the ratios compare table sizes at one point of the run.',
+      '',
+      '| rows already in webhook_events | target | acks/s | x empty table | ack p99 (ms) |',
+      '|---|---|---|---|---|',
+    );
     for (const g of summary.growth) lines.push(`| ${g.rows.toLocaleString('en')} | ${g.target} | ${g.acksPerSec} | ${cell(g.ratioToEmpty, 'x')} | ${cell(g.latencyP99Ms)} |`);
   }
   lines.push('', '## Targets', '', '| target | met | measured |', '|---|---|---|');
@@ -339,7 +363,7 @@ function sustainedSection(results: BenchResults): string[] {
   return [
     `## Sustained load (${results.settings.sustainedRate}/s offered for ${results.settings.durationSec} s, open loop)`,
     '',
-    '| target | acks/s | ack p99 (ms) | processed/s | keep-up | lag p50 / p99 (ms) | lag p50 / p99 of a payment\'s 1st; 2nd; 3rd+ event (ms) | all done after (s) |',
+    "| target | acks/s | ack p99 (ms) | processed/s | keep-up | lag p50 / p99 (ms) | lag p50 / p99 of a payment's 1st; 2nd; 3rd+ event (ms) | all done after (s) |",
     '|---|---|---|---|---|---|---|---|',
     ...rows.map((t) => {
       const s = t.sustained!;

@@ -13,7 +13,6 @@ import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-
 /**
  * Load generator processes, kept between steps: starting one (node, tsx, its imports) takes about a
  * second, a dozen times in a quick run. Steps that run at once (the forged flood) get one each.
@@ -58,26 +57,45 @@ async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'],
   return loadGenerators.run({ url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } });
 }
 
-async function measuredStep(settings: BenchSettings, spec: TargetSpec, database: BenchDatabase, target: RunningTarget, mode: LoadJob['mode'], seconds: number, rate?: number): Promise<Step> {
+async function measuredStep(
+  settings: BenchSettings,
+  spec: TargetSpec,
+  database: BenchDatabase,
+  target: RunningTarget,
+  mode: LoadJob['mode'],
+  seconds: number,
+  rate?: number,
+): Promise<Step> {
   const serviceBefore = target.cpuSeconds();
   const databaseBefore = database.serverCpuSeconds();
   const result = await load(settings, target.url, mode, seconds, rate);
   // CPU of the service process and of the database server while the load ran, per acknowledgement.
-  const perAck = (before: number | null, after: number | null) => (before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000);
+  const perAck = (before: number | null, after: number | null) =>
+    before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
   const databaseCpuMsPerAck = perAck(databaseBefore, database.serverCpuSeconds());
   if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
-  return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null) };
+  return {
+    load: result,
+    serviceCpuMsPerAck,
+    databaseCpuMsPerAck,
+    processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null),
+  };
 }
 
 /** Valid deliveries at `rate` alone, then again while a second process sends forged ones at saturation. */
 async function forgedFlood(settings: BenchSettings, url: string, rate: number): Promise<ForgedFlood> {
   const quiet = await load(settings, url, 'paced', settings.pacedDurationSec, rate);
-  const [valid, forged] = await Promise.all([load(settings, url, 'paced', settings.pacedDurationSec, rate), load(settings, url, 'saturate', settings.pacedDurationSec, undefined, true)]);
+  const [valid, forged] = await Promise.all([
+    load(settings, url, 'paced', settings.pacedDurationSec, rate),
+    load(settings, url, 'saturate', settings.pacedDurationSec, undefined, true),
+  ]);
   const perSec = Math.round(forged.requests / ((forged.finishedAt - forged.startedAt) / 1000));
-  console.log(`  forged flood: valid p99 ${valid.latencyMs.p99} ms (alone ${quiet.latencyMs.p99} ms), ${valid.non2xx + valid.errors} valid refused; ${perSec} forged/s, ${forged.acks} accepted`);
+  console.log(
+    `  forged flood: valid p99 ${valid.latencyMs.p99} ms (alone ${quiet.latencyMs.p99} ms), ${valid.non2xx + valid.errors} valid refused; ${perSec} forged/s, ${forged.acks} accepted`,
+  );
   return { quiet, valid, forged };
 }
 
@@ -107,30 +125,36 @@ type Route = (databaseUrl: string) => string;
 
 async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<TargetRun> {
   const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
-  return holding(() => database.drop(), async () => {
-    // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
-    const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
-    const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { nodeArgs: profile, env: settings.serviceEnv });
-    return holding(() => target.stop(), async () => {
-      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
-      const paced: Step[] = [];
-      for (const rate of settings.rates) {
-        const step = await measuredStep(settings, spec, database, target, 'paced', settings.pacedDurationSec, rate);
-        console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(spec, step)}`);
-        paced.push(step);
-      }
-      let sustained: Step | null = null;
-      if (settings.sustainedRate !== null) {
-        sustained = await measuredStep(settings, spec, database, target, 'paced', settings.durationSec, settings.sustainedRate);
-        console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(spec, sustained)}`);
-      }
-      // Before saturation, whose backlog can outlast the drain timeout: the flood then meets a settled service.
-      const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
-      const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
-      console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(spec, saturation)}`);
-      return { target: spec.name, repetition, paced, sustained, saturation, flood, peakRssMb: target.peakRssMb() };
-    });
-  });
+  return holding(
+    () => database.drop(),
+    async () => {
+      // One file per thread (the tsx loader runs in a thread of its own); the largest is the main thread.
+      const profile = settings.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(settings.profileDir, `${spec.name}-${repetition}`)}`] : [];
+      const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { nodeArgs: profile, env: settings.serviceEnv });
+      return holding(
+        () => target.stop(),
+        async () => {
+          if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
+          const paced: Step[] = [];
+          for (const rate of settings.rates) {
+            const step = await measuredStep(settings, spec, database, target, 'paced', settings.pacedDurationSec, rate);
+            console.log(`  ${spec.name} @ ${rate}/s: ${describeStep(spec, step)}`);
+            paced.push(step);
+          }
+          let sustained: Step | null = null;
+          if (settings.sustainedRate !== null) {
+            sustained = await measuredStep(settings, spec, database, target, 'paced', settings.durationSec, settings.sustainedRate);
+            console.log(`  ${spec.name} sustained ${settings.sustainedRate}/s for ${settings.durationSec} s: ${describeStep(spec, sustained)}`);
+          }
+          // Before saturation, whose backlog can outlast the drain timeout: the flood then meets a settled service.
+          const flood = spec.name === 'background' && settings.floodRate !== null ? await forgedFlood(settings, target.url, settings.floodRate) : null;
+          const saturation = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
+          console.log(`  ${spec.name} saturated (${settings.connections} connections): ${describeStep(spec, saturation)}`);
+          return { target: spec.name, repetition, paced, sustained, saturation, flood, peakRssMb: target.peakRssMb() };
+        },
+      );
+    },
+  );
 }
 
 /**
@@ -141,29 +165,35 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
 async function runGrowth(settings: BenchSettings, workDir: string, route: Route): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
   const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
-  await holding(() => database.drop(), async () => {
-    let filled = 0;
-    for (const rows of [0, ...settings.growth]) {
-      if (rows > 0) {
-        const started = Date.now();
-        await fillHistory(database, rows - filled, filled);
-        filled = rows;
-        console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
+  await holding(
+    () => database.drop(),
+    async () => {
+      let filled = 0;
+      for (const rows of [0, ...settings.growth]) {
+        if (rows > 0) {
+          const started = Date.now();
+          await fillHistory(database, rows - filled, filled);
+          filled = rows;
+          console.log(`growth: table filled to ${rows.toLocaleString('en')} rows in ${Math.round((Date.now() - started) / 1000)} s`);
+        }
+        for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
+          const spec = TARGETS[name]!;
+          await settleBacklog(database);
+          const target = await startTarget(spec, route(database.url), logDir(settings), { env: settings.serviceEnv });
+          await holding(
+            () => target.stop(),
+            async () => {
+              // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
+              if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
+              const step = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
+              console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(spec, step)}`);
+              runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
+            },
+          );
+        }
       }
-      for (const name of ['baseline', 'background'].filter((t) => settings.targets.includes(t))) {
-        const spec = TARGETS[name]!;
-        await settleBacklog(database);
-        const target = await startTarget(spec, route(database.url), logDir(settings), { env: settings.serviceEnv });
-        await holding(() => target.stop(), async () => {
-          // Warmed up like the empty-table runs, so the ratio compares table sizes, not a cold start.
-          if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
-          const step = await measuredStep(settings, spec, database, target, 'saturate', settings.durationSec);
-          console.log(`  ${name} with ${rows.toLocaleString('en')} rows: ${describeStep(spec, step)}`);
-          runs.push({ rows, target: name, step, peakRssMb: target.peakRssMb() });
-        });
-      }
-    }
-  });
+    },
+  );
   return runs;
 }
 

@@ -35,11 +35,13 @@ export interface BenchSettings {
 }
 
 const list = (parse: (item: string) => number | string) => (value: string) =>
-  value === 'none' ? [] : value.split(',').map((item) => {
-    const parsed = parse(item.trim());
-    if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
-    return parsed;
-  });
+  value === 'none'
+    ? []
+    : value.split(',').map((item) => {
+        const parsed = parse(item.trim());
+        if (typeof parsed === 'number' && !(Number.isFinite(parsed) && parsed > 0)) throw new InvalidArgumentError(`"${item}" is not a positive number`);
+        return parsed;
+      });
 const numberWhere = (accepts: (n: number) => boolean, wanted: string) => (value: string) => {
   const parsed = Number(value);
   if (!(Number.isFinite(parsed) && accepts(parsed) && value.trim() !== '')) throw new InvalidArgumentError(`"${value}" must be ${wanted}`);
@@ -76,7 +78,12 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 8000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
-    .option('--db-latency <ms>', 'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)', atLeast(0), 0)
+    .option(
+      '--db-latency <ms>',
+      'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)',
+      atLeast(0),
+      0,
+    )
     .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8', environmentPair, {})
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
     .option('--profile <dir>', 'write --cpu-prof profiles of each target process, each with a flame graph beside it (.svg; summarise with bench/profile-summary.ts)')

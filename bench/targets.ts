@@ -90,7 +90,12 @@ export async function buildService(): Promise<void> {
  * Starts a target as its own process with the service's default settings (LOG_LEVEL info, logs to a
  * file), so its CPU and memory are measured apart from the load generator's.
  */
-export async function startTarget(spec: TargetSpec, databaseUrl: string, logDir: string, extra: { nodeArgs?: string[]; env?: Record<string, string> } = {}): Promise<RunningTarget> {
+export async function startTarget(
+  spec: TargetSpec,
+  databaseUrl: string,
+  logDir: string,
+  extra: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<RunningTarget> {
   const port = await freePort();
   const logFile = join(logDir, `${spec.name}-${port}.log`);
   const log = openSync(logFile, 'a');

@@ -89,7 +89,15 @@ export class ChaosCluster {
     this.receivers[i] = child;
     this.started.push(child);
     // As a load balancer would: traffic only once the receiver reports ready (its database answers).
-    await waitFor(`receiver ${i} ready`, () => fetch(`${url}/readyz`).then((r) => r.ok, () => false), 90_000);
+    await waitFor(
+      `receiver ${i} ready`,
+      () =>
+        fetch(`${url}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      90_000,
+    );
   }
 
   async killWorker(i: number): Promise<void> {
@@ -131,7 +139,9 @@ export class ChaosCluster {
 
   /** Processes that exited without being killed by the injector (a crash is a finding). */
   unexpectedExits(): string[] {
-    return [...this.receivers, ...this.workers].filter((child) => child.exitCode !== null).map((child) => `pid ${child.pid} exited ${child.exitCode}:\n${child.output().slice(-2000)}`);
+    return [...this.receivers, ...this.workers]
+      .filter((child) => child.exitCode !== null)
+      .map((child) => `pid ${child.pid} exited ${child.exitCode}:\n${child.output().slice(-2000)}`);
   }
 
   async stop(): Promise<void> {

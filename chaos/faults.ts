@@ -92,7 +92,14 @@ export class FaultInjector {
     const { cluster, random } = this;
     const lease = cluster.options.leaseSeconds * 1000;
     const startedAt = Date.now();
-    const record = (target: string, databaseDown = false, extra: Partial<FaultRecord> = {}): FaultRecord => ({ kind, target, startedAt, endedAt: Date.now(), databaseDown, ...extra });
+    const record = (target: string, databaseDown = false, extra: Partial<FaultRecord> = {}): FaultRecord => ({
+      kind,
+      target,
+      startedAt,
+      endedAt: Date.now(),
+      databaseDown,
+      ...extra,
+    });
     switch (kind) {
       case 'receiver-kill': {
         const i = random.between(0, cluster.receiverUrls.length - 1);
@@ -142,10 +149,16 @@ export class FaultInjector {
     let frozen = -1;
     try {
       await holder.query('BEGIN');
-      await holder.query("INSERT INTO payments (provider, payment_id, status, created_at, updated_at) VALUES (?, ?, 'created', NOW(3), NOW(3))", [payment.provider, payment.paymentId]);
+      await holder.query("INSERT INTO payments (provider, payment_id, status, created_at, updated_at) VALUES (?, ?, 'created', NOW(3), NOW(3))", [
+        payment.provider,
+        payment.paymentId,
+      ]);
       const deadline = Date.now() + 20_000;
       while (frozen < 0 && Date.now() < deadline) {
-        const [rows] = await cluster.sql.query<RowDataPacket[]>("SELECT lease_owner FROM webhook_events WHERE provider = ? AND payment_id = ? AND status = 'processing'", [payment.provider, payment.paymentId]);
+        const [rows] = await cluster.sql.query<RowDataPacket[]>("SELECT lease_owner FROM webhook_events WHERE provider = ? AND payment_id = ? AND status = 'processing'", [
+          payment.provider,
+          payment.paymentId,
+        ]);
         const owner = rows[0]?.lease_owner as string | undefined;
         frozen = owner ? cluster.workerOwning(owner) : -1;
         if (frozen < 0) await sleep(20);

@@ -81,15 +81,16 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
   }
   for (const row of events) exactlyOnce.check(sent.has(key(row.provider, row.event_id)), () => `${row.provider} ${row.event_id} stored but never sent`);
 
-  const effects = new Invariant('one-effect-per-payment', 'captured: one order (paid), one active enrollment, one receipt; refunded after a capture: the same, order refunded and enrollment revoked; otherwise none');
+  const effects = new Invariant(
+    'one-effect-per-payment',
+    'captured: one order (paid), one active enrollment, one receipt; refunded after a capture: the same, order refunded and enrollment revoked; otherwise none',
+  );
   const fold = new Invariant('state-is-forward-fold', "final payment state is the highest state among the payment's events");
   const paymentState = new Map(payments.map((row) => [key(row.provider, row.payment_id), row.status]));
   const ordersOf = groupBy(orders, (row) => key(row.provider, row.payment_id));
   const enrollmentsOf = groupBy(enrollments, (row) => row.user_id);
   const receipts = new Set(outbox.map((row) => row.idempotency_key));
-  const captureApplied = new Set(
-    events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id)),
-  );
+  const captureApplied = new Set(events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id)));
   for (const payment of simulator.payments) {
     const paymentKey = key(payment.provider, payment.paymentId);
     const expectedState = foldStates(payment.events.map((e) => e.state));
@@ -106,21 +107,31 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
   const stuck = new Invariant('no-expired-lease-left', "no event left in 'processing' with an expired lease");
   const now = Date.now();
   for (const row of events) {
-    stuck.check(!(row.status === 'processing' && row.lease_expires_at !== null && fromDbTime(row.lease_expires_at).getTime() < now), () => `${row.provider} ${row.event_id} processing, lease expired ${row.lease_expires_at}`);
+    stuck.check(
+      !(row.status === 'processing' && row.lease_expires_at !== null && fromDbTime(row.lease_expires_at).getTime() < now),
+      () => `${row.provider} ${row.event_id} processing, lease expired ${row.lease_expires_at}`,
+    );
   }
 
   const serverErrors = new Invariant('no-5xx-but-503-in-outage', 'no 5xx answer, except 503 while the database was down (plus a grace after it came back)');
   const outages = faults.filter((fault) => fault.databaseDown);
   for (const delivery of simulator.deliveries) {
     const excused = delivery.status === 503 && outages.some((o) => delivery.endedAt >= o.startedAt && delivery.startedAt <= o.endedAt + outageGraceMs);
-    serverErrors.check(delivery.status < 500 || excused, () => `${delivery.status} ${delivery.error ?? ''} at ${new Date(delivery.startedAt).toISOString()} for ${simulator.events[delivery.event]!.eventId}`);
+    serverErrors.check(
+      delivery.status < 500 || excused,
+      () => `${delivery.status} ${delivery.error ?? ''} at ${new Date(delivery.startedAt).toISOString()} for ${simulator.events[delivery.event]!.eventId}`,
+    );
   }
 
   return [acknowledged, exactlyOnce, effects, fold, stuck, serverErrors].map((invariant) => invariant.result());
 }
 
 function describeEffects(payment: SimulatedPayment, orders: Rows, enrollments: Rows, receipts: Set<string>): string {
-  const statuses = (rows: Rows) => rows.map((row) => row.status).sort().join(',');
+  const statuses = (rows: Rows) =>
+    rows
+      .map((row) => row.status)
+      .sort()
+      .join(',');
   return `orders [${statuses(orders)}] enrollments [${statuses(enrollments)}] receipts ${receipts.has(receiptKey(payment.provider, payment.paymentId)) ? 1 : 0}`;
 }
 

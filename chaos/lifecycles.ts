@@ -71,7 +71,13 @@ export function simulatedPayment(random: Random, run: string, n: number): Simula
   const userId = `u_${run}_${n}`;
   const roll = random.next();
   if (roll < 0.4) return payment('stripe', `pi_${run}_${n}`, userId, stripeTypes(random));
-  if (roll < 0.75) return payment('razorpay', `pay_${run}_${n}`, userId, random.chance(0.1) ? ['payment.failed'] : ['payment.authorized', 'payment.captured', ...(random.chance(0.25) ? ['refund.processed'] : [])]);
+  if (roll < 0.75)
+    return payment(
+      'razorpay',
+      `pay_${run}_${n}`,
+      userId,
+      random.chance(0.1) ? ['payment.failed'] : ['payment.authorized', 'payment.captured', ...(random.chance(0.25) ? ['refund.processed'] : [])],
+    );
   const payu = random.next();
   return payment('payu', `${run}${String(n).padStart(7, '0')}`, userId, payu < 0.5 ? ['pending', 'success'] : payu < 0.8 ? ['success'] : ['pending', 'failure']);
 }

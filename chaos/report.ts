@@ -20,14 +20,20 @@ export function toMarkdown(report: ChaosReport): string {
     ...report.invariants.map((i) => `| ${i.name}: ${i.description} | ${i.checked} | ${i.violations} |`),
     ...report.invariants.flatMap((i) => i.examples.map((example) => `- ${i.name}: ${example}`)),
     ...(report.unexpectedExits.length > 0 ? ['', `Processes that exited on their own: ${report.unexpectedExits.length}`] : []),
-    ...(report.startFailures.length > 0 ? ['', 'Restarts that failed (then tried again):', '', ...report.startFailures.map((f) => `    ${f.split('\n').slice(0, 12).join('\n    ')}`)] : []),
+    ...(report.startFailures.length > 0
+      ? ['', 'Restarts that failed (then tried again):', '', ...report.startFailures.map((f) => `    ${f.split('\n').slice(0, 12).join('\n    ')}`)]
+      : []),
     '',
     '## Deliveries',
     '',
     `- ${deliveries.acknowledged} acknowledged (2xx), ${deliveries.answeredDuplicate} answered as duplicates`,
     `- ${deliveries.burstCopies} in concurrent bursts, ${deliveries.retries} retries after a failed attempt, ${deliveries.redeliveries} redeliveries after a 2xx`,
-    `- by status: ${Object.entries(deliveries.byStatus).map(([status, n]) => `${status}: ${n}`).join(', ')}`,
-    `- events by provider: ${Object.entries(events.byProvider).map(([provider, n]) => `${provider} ${n}`).join(', ')}`,
+    `- by status: ${Object.entries(deliveries.byStatus)
+      .map(([status, n]) => `${status}: ${n}`)
+      .join(', ')}`,
+    `- events by provider: ${Object.entries(events.byProvider)
+      .map(([provider, n]) => `${provider} ${n}`)
+      .join(', ')}`,
     `- received -> processed: median ${ms(report.processingLagMs.median)}, p99 ${ms(report.processingLagMs.p99)}, max ${ms(report.processingLagMs.max)}`,
     `- takeovers: ${takeovers.eventsWithSeveralAttempts} events needed more than one attempt (max ${takeovers.maxAttempts}); ${takeovers.fencedCommits} late commits refused by fencing`,
     '',
@@ -35,7 +41,9 @@ export function toMarkdown(report: ChaosReport): string {
     '',
     '| Fault | Count | Fault end -> first 2xx | Fault end -> backlog processed |',
     '|---|---:|---:|---:|',
-    ...Object.entries(report.recovery).map(([kind, r]) => `| ${kind} | ${faults.byKind[kind as keyof typeof faults.byKind] ?? 0} | ${range(r.firstAckMs)} | ${range(r.drainedMs)} |`),
+    ...Object.entries(report.recovery).map(
+      ([kind, r]) => `| ${kind} | ${faults.byKind[kind as keyof typeof faults.byKind] ?? 0} | ${range(r.firstAckMs)} | ${range(r.drainedMs)} |`,
+    ),
     '',
     '## Faults',
     '',

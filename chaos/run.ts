@@ -74,15 +74,23 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     const startedAt = Date.now();
     log(`${simulator.events.length} events of ${payments.length} payments, ${options.cluster.receivers} receivers, ${options.cluster.workers} workers`);
 
-    const progress = setInterval(() => log(`${Math.round((Date.now() - startedAt) / 1000)} s: ${simulator.progress} sent, ${simulator.acknowledged} acknowledged, ${simulator.deliveries.length} deliveries, ${injector.faults.length} faults (${injector.kills} kills)`), 15_000);
+    const progress = setInterval(
+      () =>
+        log(
+          `${Math.round((Date.now() - startedAt) / 1000)} s: ${simulator.progress} sent, ${simulator.acknowledged} acknowledged, ${simulator.deliveries.length} deliveries, ${injector.faults.length} faults (${injector.kills} kills)`,
+        ),
+      15_000,
+    );
     try {
       const delivering = simulator.run();
       await injector.run(() => simulator.progress >= simulator.events.length);
       await delivering;
       log('every event acknowledged; waiting for processing to finish');
-      await waitFor('every event processed', async () => (await count(cluster, "SELECT COUNT(*) AS n FROM webhook_events WHERE status = 'processed'")) >= simulator.events.length, options.drainTimeoutMs).catch(
-        (error: Error) => log(error.message),
-      );
+      await waitFor(
+        'every event processed',
+        async () => (await count(cluster, "SELECT COUNT(*) AS n FROM webhook_events WHERE status = 'processed'")) >= simulator.events.length,
+        options.drainTimeoutMs,
+      ).catch((error: Error) => log(error.message));
       await injector.drained();
     } finally {
       clearInterval(progress);

@@ -35,7 +35,12 @@ interface Drawn {
 }
 
 function frames(svg: string): Drawn[] {
-  return [...svg.matchAll(/<g><title>([^<]*)<\/title><rect x="([\d.]+)" y="(\d+)" width="([\d.]+)"/g)].map((m) => ({ title: m[1]!, x: Number(m[2]), y: Number(m[3]), width: Number(m[4]) }));
+  return [...svg.matchAll(/<g><title>([^<]*)<\/title><rect x="([\d.]+)" y="(\d+)" width="([\d.]+)"/g)].map((m) => ({
+    title: m[1]!,
+    x: Number(m[2]),
+    y: Number(m[3]),
+    width: Number(m[4]),
+  }));
 }
 
 const named = (drawn: Drawn[], name: string) => drawn.find((d) => d.title.startsWith(`${name} `) || d.title.startsWith(`${name}:`));

@@ -27,9 +27,12 @@ describe('bench settings', () => {
     test(`refuses ${argv.join(' ')}`, () => {
       const stderr = process.stderr.write.bind(process.stderr);
       let printed = '';
-      process.stderr.write = ((chunk: string) => ((printed += chunk), true));
+      process.stderr.write = (chunk: string) => ((printed += chunk), true);
       try {
-        assert.throws(() => parse([...argv]), (error) => error instanceof CommanderError && error.exitCode === 1);
+        assert.throws(
+          () => parse([...argv]),
+          (error) => error instanceof CommanderError && error.exitCode === 1,
+        );
       } finally {
         process.stderr.write = stderr;
       }

@@ -25,24 +25,40 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
     const settings = parseSettings([
       '--quick',
-      '--targets', 'baseline,ceiling,background',
-      '--duration', '1',
-      '--warmup', '0',
-      '--paced-duration', '1',
-      '--rates', '50',
-      '--sustained', '50',
-      '--flood', '50',
-      '--connections', '4',
+      '--targets',
+      'baseline,ceiling,background',
+      '--duration',
+      '1',
+      '--warmup',
+      '0',
+      '--paced-duration',
+      '1',
+      '--rates',
+      '50',
+      '--sustained',
+      '50',
+      '--flood',
+      '50',
+      '--connections',
+      '4',
       // Through the latency proxy, so the remote-database setting runs end to end as well.
-      '--db-latency', '1',
-      '--max-rate', '500',
-      '--out', out,
-      '--profile', join(out, 'profiles'),
-      '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
+      '--db-latency',
+      '1',
+      '--max-rate',
+      '500',
+      '--out',
+      out,
+      '--profile',
+      join(out, 'profiles'),
+      '--mysql-url',
+      process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
     ]);
     const results = await runBench(settings);
 
-    assert.deepEqual(results.summary.targets.map((t) => t.target), ['baseline', 'ceiling', 'background']);
+    assert.deepEqual(
+      results.summary.targets.map((t) => t.target),
+      ['baseline', 'ceiling', 'background'],
+    );
     for (const target of results.summary.targets) {
       assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
       assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
@@ -74,12 +90,26 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
-    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+ \|.*\| [\d.]+ \/ [\d.]+; [\d.]+ \/ [\d.]+; /, 'the sustained step splits the lag by place in the payment');
+    assert.match(
+      readFileSync(join(out, 'report.md'), 'utf8'),
+      /\| webhook-inbox, background \(default\) \| \d+ \|.*\| [\d.]+ \/ [\d.]+; [\d.]+ \/ [\d.]+; /,
+      'the sustained step splits the lag by place in the payment',
+    );
 
     // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
     const logs = readdirSync(join(out, 'logs'));
     assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline', 'ceiling'], logs.join(', '));
-    assert.match(readFileSync(join(out, 'logs', logs.find((name) => name.startsWith('background'))!), 'utf8'), /Server listening/);
+    assert.match(
+      readFileSync(
+        join(
+          out,
+          'logs',
+          logs.find((name) => name.startsWith('background'))!,
+        ),
+        'utf8',
+      ),
+      /Server listening/,
+    );
 
     // --profile: each target's CPU profiles, each with its flame graph.
     for (const target of ['baseline-1', 'ceiling-1', 'background-1']) {

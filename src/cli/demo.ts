@@ -86,7 +86,11 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       payment: { paymentId: 'pi_demo_bob', userId: 'bob', courseId: 'rust-201' },
       concurrent: 20,
     });
-    await deliver('Stripe refunds Bob in full: his enrollment is revoked', { provider: 'stripe', type: 'charge.refunded', payment: { paymentId: 'pi_demo_bob', userId: 'bob', courseId: 'rust-201' } });
+    await deliver('Stripe refunds Bob in full: his enrollment is revoked', {
+      provider: 'stripe',
+      type: 'charge.refunded',
+      payment: { paymentId: 'pi_demo_bob', userId: 'bob', courseId: 'rust-201' },
+    });
     const chitra = { paymentId: 'pay_demo_chitra', userId: 'chitra', courseId: 'go-301' };
     await deliver('Razorpay delivers out of order: captured first...', { provider: 'razorpay', type: 'payment.captured', payment: chitra });
     await deliver('...then the late authorization, which cannot move the payment back', { provider: 'razorpay', type: 'payment.authorized', payment: chitra });
@@ -96,7 +100,12 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       payment: { paymentId: '403993715531234567', userId: 'dev', courseId: 'sql-101' },
       repeat: 3,
     });
-    await deliver('Someone forges a Razorpay webhook without the secret', { provider: 'razorpay', type: 'payment.captured', payment: { paymentId: 'pay_forged', userId: 'mallory', courseId: 'go-301' }, forged: true });
+    await deliver('Someone forges a Razorpay webhook without the secret', {
+      provider: 'razorpay',
+      type: 'payment.captured',
+      payment: { paymentId: 'pay_forged', userId: 'mallory', courseId: 'go-301' },
+      forged: true,
+    });
 
     const db = inbox.store.db;
     const deadline = Date.now() + 15_000;

@@ -11,7 +11,11 @@ export function printJson(value: unknown): void {
 export function printTable<T>(rows: T[], columns: Array<Column<T>>): void {
   const cells = rows.map((row) => columns.map(([, cell]) => text(cell(row))));
   const widths = columns.map(([header], i) => Math.max(header.length, ...cells.map((line) => line[i]!.length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   process.stdout.write(`${[line(columns.map(([header]) => header.toUpperCase())), ...cells.map(line)].join('\n')}\n`);
 }
 

@@ -129,7 +129,10 @@ export class EnvReader {
   secretList(name: string): string[] | undefined {
     const raw = this.raw(name);
     if (raw === undefined) return undefined;
-    const secrets = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    const secrets = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
     if (secrets.length === 0) {
       this.problem(`${name} holds no secret (expected one or more comma-separated values)`);
       return undefined;

@@ -112,7 +112,7 @@ function readOutbox(read: EnvReader): OutboxSettings {
   const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
   const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
   const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
-  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem('MAIL_FROM must be set when SMTP_URL is set (the receipts\' sender address)');
+  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem("MAIL_FROM must be set when SMTP_URL is set (the receipts' sender address)");
   if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
   return {
     concurrency: read.integer('OUTBOX_CONCURRENCY', 4, { min: 1, max: 256 }),

@@ -11,10 +11,16 @@ import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
  * NULL.
  */
 export function caseById<T>(values: Array<[id: number, value: T]>): RawBuilder<T> {
-  return sql<T>`case id ${sql.join(values.map(([id, value]) => sql`when ${id} then ${value}`), sql` `)} end`;
+  return sql<T>`case id ${sql.join(
+    values.map(([id, value]) => sql`when ${id} then ${value}`),
+    sql` `,
+  )} end`;
 }
 
 /** `CASE WHEN … THEN … ELSE otherwise END`: the value of the first branch whose condition holds. */
 export function caseWhen<T>(branches: Array<[condition: Expression<SqlBool>, value: T | Expression<T>]>, otherwise: Expression<T>): RawBuilder<T> {
-  return sql<T>`case ${sql.join(branches.map(([condition, value]) => sql`when ${condition} then ${value}`), sql` `)} else ${otherwise} end`;
+  return sql<T>`case ${sql.join(
+    branches.map(([condition, value]) => sql`when ${condition} then ${value}`),
+    sql` `,
+  )} else ${otherwise} end`;
 }

@@ -75,7 +75,11 @@ async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox 
   await tx
     .updateTable('enrollments')
     .set((eb) => {
-      const byPair = (column: 'provider' | 'payment_id' | 'updated_at') => caseWhen(enrollments.map((row) => [isPair(eb, row), row[column]]), sql.ref(column));
+      const byPair = (column: 'provider' | 'payment_id' | 'updated_at') =>
+        caseWhen(
+          enrollments.map((row) => [isPair(eb, row), row[column]]),
+          sql.ref(column),
+        );
       return { status: 'active', provider: byPair('provider'), payment_id: byPair('payment_id'), updated_at: byPair('updated_at') };
     })
     .where('status', '=', 'revoked')
@@ -91,7 +95,16 @@ async function fillOrderDetails(tx: BusinessTransaction, orders: Array<Row<'orde
   await tx
     .updateTable('orders')
     .set((eb) => {
-      const details = ORDER_DETAILS.map((column) => [column, caseWhen(orders.map((row) => [isOrder(eb, row), eb.fn.coalesce(column, eb.val(row[column] ?? null))]), sql.ref(column))] as const);
+      const details = ORDER_DETAILS.map(
+        (column) =>
+          [
+            column,
+            caseWhen(
+              orders.map((row) => [isOrder(eb, row), eb.fn.coalesce(column, eb.val(row[column] ?? null))]),
+              sql.ref(column),
+            ),
+          ] as const,
+      );
       return Object.fromEntries(details);
     })
     .where((eb) => eb.or(orders.map((row) => isOrder(eb, row))))
@@ -159,12 +172,7 @@ async function grantCourse(context: PaymentContext): Promise<void> {
 
 async function revokeCourse(context: PaymentContext): Promise<void> {
   const { tx, payment, now } = context;
-  await tx
-    .updateTable('orders')
-    .set({ status: 'refunded', updated_at: now })
-    .where('provider', '=', payment.provider)
-    .where('payment_id', '=', payment.payment_id)
-    .execute();
+  await tx.updateTable('orders').set({ status: 'refunded', updated_at: now }).where('provider', '=', payment.provider).where('payment_id', '=', payment.payment_id).execute();
   // Only what this payment granted: a later purchase of the same course stays active. So does an
   // enrollment that another payment of the same customer for the same course paid for too (a double
   // charge, one of them refunded): it passes to that payment. The orders are read inside the UPDATE,
@@ -180,7 +188,12 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
         .orderBy('orders.id')
         .limit(1);
       return {
-        status: eb.case().when(eb.exists(otherPaid.select('orders.id'))).then('active' as const).else('revoked' as const).end(),
+        status: eb
+          .case()
+          .when(eb.exists(otherPaid.select('orders.id')))
+          .then('active' as const)
+          .else('revoked' as const)
+          .end(),
         provider: eb.fn.coalesce(otherPaid.select('orders.provider'), eb.ref('enrollments.provider')),
         payment_id: eb.fn.coalesce(otherPaid.select('orders.payment_id'), eb.ref('enrollments.payment_id')),
         updated_at: now,

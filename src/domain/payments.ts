@@ -91,12 +91,25 @@ async function updatePayments(tx: BusinessTransaction, updates: PaymentUpdate[])
     .updateTable('payments')
     .set((eb) => {
       const isPayment = (u: PaymentKey) => eb.and([eb('provider', '=', u.provider), eb('payment_id', '=', u.payment_id)]);
-      const set: Record<string, unknown> = { updated_at: caseWhen(updates.map((u) => [isPayment(u), u.now]), sql.ref('updated_at')) };
+      const set: Record<string, unknown> = {
+        updated_at: caseWhen(
+          updates.map((u) => [isPayment(u), u.now]),
+          sql.ref('updated_at'),
+        ),
+      };
       const moving = updates.filter((u) => u.state !== null);
-      if (moving.length > 0) set.status = caseWhen(moving.map((u) => [eb.and([isPayment(u), eb('status', 'in', u.earlier)]), u.state]), sql.ref('status'));
+      if (moving.length > 0)
+        set.status = caseWhen(
+          moving.map((u) => [eb.and([isPayment(u), eb('status', 'in', u.earlier)]), u.state]),
+          sql.ref('status'),
+        );
       for (const column of DETAILS) {
         const filling = updates.filter((u) => u.filled[column] !== undefined);
-        if (filling.length > 0) set[column] = caseWhen(filling.map((u) => [isPayment(u), eb.fn.coalesce(column, eb.val(u.filled[column]))]), sql.ref(column));
+        if (filling.length > 0)
+          set[column] = caseWhen(
+            filling.map((u) => [isPayment(u), eb.fn.coalesce(column, eb.val(u.filled[column]))]),
+            sql.ref(column),
+          );
       }
       return set;
     })

@@ -62,11 +62,31 @@ export class PrometheusMetrics implements InboxMetrics {
       labelNames: ['provider', 'result'],
       registers,
     });
-    this.ackSeconds = new Histogram({ name: 'webhook_inbox_ack_duration_seconds', help: 'Time from a delivery read to its 200 (accepted and duplicate deliveries)', buckets: ACK_BUCKETS, ...perProvider });
-    this.attempts = new Counter({ name: 'webhook_inbox_processing_attempts_total', help: 'Processing attempts, by provider and result', labelNames: ['provider', 'result'], registers });
-    this.attemptSeconds = new Histogram({ name: 'webhook_inbox_processing_duration_seconds', help: 'Duration of one processing attempt', buckets: LATENCY_BUCKETS, ...perProvider });
+    this.ackSeconds = new Histogram({
+      name: 'webhook_inbox_ack_duration_seconds',
+      help: 'Time from a delivery read to its 200 (accepted and duplicate deliveries)',
+      buckets: ACK_BUCKETS,
+      ...perProvider,
+    });
+    this.attempts = new Counter({
+      name: 'webhook_inbox_processing_attempts_total',
+      help: 'Processing attempts, by provider and result',
+      labelNames: ['provider', 'result'],
+      registers,
+    });
+    this.attemptSeconds = new Histogram({
+      name: 'webhook_inbox_processing_duration_seconds',
+      help: 'Duration of one processing attempt',
+      buckets: LATENCY_BUCKETS,
+      ...perProvider,
+    });
     this.retries = new Counter({ name: 'webhook_inbox_processing_retries_total', help: 'Processing attempts after the first for the same event', ...perProvider });
-    this.latencySeconds = new Histogram({ name: 'webhook_inbox_event_latency_seconds', help: 'Time from receipt to processed, retries included', buckets: LATENCY_BUCKETS, ...perProvider });
+    this.latencySeconds = new Histogram({
+      name: 'webhook_inbox_event_latency_seconds',
+      help: 'Time from receipt to processed, retries included',
+      buckets: LATENCY_BUCKETS,
+      ...perProvider,
+    });
     this.takeovers = new Counter({ name: 'webhook_inbox_lease_takeovers_total', help: 'Events claimed after the previous lease expired', ...perProvider });
     this.staleTransitions = new Counter({
       name: 'webhook_inbox_stale_transitions_total',

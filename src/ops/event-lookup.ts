@@ -27,7 +27,10 @@ export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter)
   if (filter.type) query = query.where('event_type', '=', filter.type);
   if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
   if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
-  const rows = await query.orderBy('id').limit(filter.limit + 1).execute();
+  const rows = await query
+    .orderBy('id')
+    .limit(filter.limit + 1)
+    .execute();
   return { events: rows.slice(0, filter.limit), more: rows.length > filter.limit };
 }
 

@@ -17,12 +17,7 @@ export async function describeTransition(db: Kysely<InboxDatabase>, providers: P
   }
   const canonical = providers.toCanonical(event.provider, { eventType: event.event_type, payload });
   if (canonical.kind === 'ignored') return `none: ${canonical.reason}`;
-  const payment = await db
-    .selectFrom('payments')
-    .select('status')
-    .where('provider', '=', event.provider)
-    .where('payment_id', '=', canonical.paymentId)
-    .executeTakeFirst();
+  const payment = await db.selectFrom('payments').select('status').where('provider', '=', event.provider).where('payment_id', '=', canonical.paymentId).executeTakeFirst();
   if (!payment) return `payment ${canonical.paymentId}: new -> ${canonical.state}`;
   if (statesBefore(canonical.state).includes(payment.status)) return `payment ${canonical.paymentId}: ${payment.status} -> ${canonical.state}`;
   return `payment ${canonical.paymentId}: stays ${payment.status} (event reports ${canonical.state})`;

@@ -8,9 +8,7 @@ import { findEvents, resolveEvent, type EventFilter, type EventRow } from './eve
 import { describeTransition } from './payment-transition.js';
 
 /** Either named events, or every event matching a filter (a status is required there). */
-export type ReplaySelection =
-  | { kind: 'events'; refs: string[]; provider?: string }
-  | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
+export type ReplaySelection = { kind: 'events'; refs: string[]; provider?: string } | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
 
 export interface ReplayOptions {
   dryRun: boolean;

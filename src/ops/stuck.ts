@@ -49,11 +49,16 @@ export async function findStuck(db: Kysely<InboxDatabase>, clock: Clock, options
   const queries: Record<StuckKind, ReturnType<typeof base>> = {
     expired_lease: base().where('status', '=', 'processing').where('lease_expires_at', '<=', nowDb),
     failed: base().where('status', '=', 'failed'),
-    old_received: base().where('status', '=', 'received').where('created_at', '<', toDbTime(new Date(now.getTime() - options.olderThanMs))),
+    old_received: base()
+      .where('status', '=', 'received')
+      .where('created_at', '<', toDbTime(new Date(now.getTime() - options.olderThanMs))),
   };
   const report: StuckReport = { checkedAt: now.toISOString(), olderThanMs: options.olderThanMs, counts: { expired_lease: 0, failed: 0, old_received: 0 }, events: [], total: 0 };
   for (const kind of Object.keys(queries) as StuckKind[]) {
-    const counted = await queries[kind].clearSelect().select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirstOrThrow();
+    const counted = await queries[kind]
+      .clearSelect()
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .executeTakeFirstOrThrow();
     report.counts[kind] = Number(counted.n);
     report.total += report.counts[kind];
     const rows = await queries[kind].orderBy('created_at').limit(limit).execute();

@@ -99,7 +99,9 @@ export class OutboxDispatcher {
     await Promise.all(Array.from({ length: Math.min(concurrency, due.length) }, lane));
     await Promise.all(recorded);
     // Rows it claimed but never started go back at once, not after their lease.
-    await store.release(claimed.splice(0).map((message) => message.lease)).catch((error: unknown) => logger.warn({ err: error }, 'could not give back claimed outbox rows; they are taken over when their lease ends'));
+    await store
+      .release(claimed.splice(0).map((message) => message.lease))
+      .catch((error: unknown) => logger.warn({ err: error }, 'could not give back claimed outbox rows; they are taken over when their lease ends'));
     return counts;
   }
 
@@ -161,7 +163,10 @@ export class OutboxDispatcher {
     // would bury everything else in the log.
     for (const [kind, transport] of Object.entries(this.options.transports)) {
       if (transport instanceof NotConfigured) {
-        this.options.logger.warn({ kind }, `${kind} rows are marked skipped, not delivered: ${transport.reason} (once it is set, \`webhook-inbox outbox retry --status skipped\` sends them)`);
+        this.options.logger.warn(
+          { kind },
+          `${kind} rows are marked skipped, not delivered: ${transport.reason} (once it is set, \`webhook-inbox outbox retry --status skipped\` sends them)`,
+        );
       }
     }
     const stopping = new AbortController();

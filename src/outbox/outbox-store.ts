@@ -245,7 +245,11 @@ export class OutboxStore {
 
   /** Rows per status, every status present (zero when none). */
   async countByStatus(): Promise<Record<OutboxStatus, number>> {
-    const rows = await this.db.selectFrom('outbox').select((eb) => ['status', eb.fn.countAll<number | string>().as('n')]).groupBy('status').execute();
+    const rows = await this.db
+      .selectFrom('outbox')
+      .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+      .groupBy('status')
+      .execute();
     const counts: Record<OutboxStatus, number> = { pending: 0, sending: 0, sent: 0, failed: 0, skipped: 0 };
     for (const row of rows) counts[row.status] = Number(row.n);
     return counts;

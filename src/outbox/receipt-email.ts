@@ -50,14 +50,9 @@ export function receiptContent(effect: PaymentEffect): ReceiptContent {
     ['Payment', `${effect.paymentId} (${effect.provider})`],
   ];
   const width = Math.max(...rows.map(([label]) => label.length)) + 2;
-  const text = [
-    'Thank you for your purchase.',
-    '',
-    ...rows.map(([label, value]) => `${`${label}:`.padEnd(width)}${value}`),
-    '',
-    'Keep this e-mail as your receipt.',
-    '',
-  ].join('\n');
+  const text = ['Thank you for your purchase.', '', ...rows.map(([label, value]) => `${`${label}:`.padEnd(width)}${value}`), '', 'Keep this e-mail as your receipt.', ''].join(
+    '\n',
+  );
   const html = [
     '<!doctype html>',
     '<html><body style="font-family: sans-serif">',

@@ -5,10 +5,7 @@ import type { EventQueue } from './queue.js';
 import { RedisStreamsQueue } from './redis-streams.js';
 
 /** Chooses the transport once: Redis Streams when REDIS_URL is set, in-process otherwise. */
-export function openQueue(
-  redis: RedisSettings | null,
-  options: { consumer: string; leaseMs: number; sweepIntervalMs: number; logger: Logger },
-): EventQueue {
+export function openQueue(redis: RedisSettings | null, options: { consumer: string; leaseMs: number; sweepIntervalMs: number; logger: Logger }): EventQueue {
   if (!redis) return new InProcessQueue();
   return new RedisStreamsQueue({
     url: redis.url,

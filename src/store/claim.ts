@@ -46,7 +46,11 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
   // Created before the transaction, on their own: an INSERT IGNORE that meets an existing row takes a
   // shared lock, and two claims each holding one while waiting to update the row would deadlock.
   if (payments.length > 0) {
-    await db.insertInto('payment_leases').orIgnore().values(payments.map((p) => ({ provider: p.provider, payment_id: p.paymentId }))).execute();
+    await db
+      .insertInto('payment_leases')
+      .orIgnore()
+      .values(payments.map((p) => ({ provider: p.provider, payment_id: p.paymentId })))
+      .execute();
   }
 
   const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
@@ -82,13 +86,26 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
       .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
       .executeTakeFirst();
     if (Number(updated.numUpdatedRows) !== events.length) {
-      const rows = await tx.selectFrom('webhook_events').select(['id', 'lease_token']).where('id', 'in', events.map((row) => row.id)).execute();
+      const rows = await tx
+        .selectFrom('webhook_events')
+        .select(['id', 'lease_token'])
+        .where(
+          'id',
+          'in',
+          events.map((row) => row.id),
+        )
+        .execute();
       const leased = new Set(rows.filter((r) => r.lease_token === token).map((r) => r.id));
       const missed = events.filter((row) => !leased.has(row.id));
       events = events.filter((row) => leased.has(row.id));
       const freed = missed.map(paymentOf).filter((p): p is PaymentRef => p !== null);
       if (freed.length > 0) {
-        await tx.updateTable('payment_leases').set({ event_row_id: null, lease_token: null, lease_expires_at: null }).where(wherePayments(freed)).where('lease_token', '=', token).execute();
+        await tx
+          .updateTable('payment_leases')
+          .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
+          .where(wherePayments(freed))
+          .where('lease_token', '=', token)
+          .execute();
       }
     }
     return events;
@@ -119,4 +136,3 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     }),
   );
 }
-

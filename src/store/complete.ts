@@ -36,7 +36,12 @@ export async function completeBatch(db: Kysely<InboxDatabase>, requests: Complet
       } catch {
         throw new BatchAbandoned();
       }
-      await fence(tx, requests.map((r) => r.lease), outcomes, toDbTime(now()));
+      await fence(
+        tx,
+        requests.map((r) => r.lease),
+        outcomes,
+        toDbTime(now()),
+      );
       return outcomes;
     });
   } catch (error) {
@@ -104,4 +109,3 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
     .executeTakeFirst();
   if (Number(fenced.numUpdatedRows) !== leases.length) throw new LeaseLostError(leases[0]!.id);
 }
-

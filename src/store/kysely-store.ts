@@ -5,7 +5,18 @@ import type { VerifiedEvent } from '../model/delivery.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { compiledStatement } from '../db/compiled-statement.js';
-import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, recordBatchShape, type NewEventRow, type NewEventsInsert, type RecordRequest } from './record.js';
+import {
+  eventKey,
+  NEW_EVENT_COLUMNS,
+  newEventRow,
+  newEventsInsert,
+  newEventSource,
+  recordBatch,
+  recordBatchShape,
+  type NewEventRow,
+  type NewEventsInsert,
+  type RecordRequest,
+} from './record.js';
 import { inboxMigrations } from '../db/migrations.js';
 import { releasePaymentLeases } from './payment-leases.js';
 import { type PaymentRef } from './inbox-store.js';
@@ -297,7 +308,16 @@ export class KyselyInboxStore implements InboxStore {
         .selectFrom('webhook_events')
         .select((eb) => [
           eb.fn.sum<number | string | null>(eb.case().when('next_attempt_at', '<=', now).then(1).else(0).end()).as('due'),
-          eb.fn.sum<number | string | null>(eb.case().when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)])).then(1).else(0).end()).as('stuck'),
+          eb.fn
+            .sum<number | string | null>(
+              eb
+                .case()
+                .when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)]))
+                .then(1)
+                .else(0)
+                .end(),
+            )
+            .as('stuck'),
           eb.fn.min('created_at').as('oldest'),
         ])
         .where('next_attempt_at', 'is not', null)

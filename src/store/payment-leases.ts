@@ -5,14 +5,22 @@ import type { BusinessTransaction, Lease, PaymentRef } from './inbox-store.js';
 
 export const paymentKey = (provider: string, paymentId: string) => `${provider}\u0000${paymentId}`;
 
-
 /** Matches the rows of `payments` (leases, events or payments), grouped by provider so each group is an index range. */
 export function wherePayments(payments: PaymentRef[]) {
   return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events' | 'payments'>) =>
-    eb.or([...groupBy(payments, (p) => p.provider)].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', group.map((p) => p.paymentId))])));
+    eb.or(
+      [...groupBy(payments, (p) => p.provider)].map(([provider, group]) =>
+        eb.and([
+          eb('provider', '=', provider),
+          eb(
+            'payment_id',
+            'in',
+            group.map((p) => p.paymentId),
+          ),
+        ]),
+      ),
+    );
 }
-
-
 
 /**
  * Frees the payments held by `leases`, each only while the lease's own token still holds it (one
@@ -24,7 +32,9 @@ export async function releasePaymentLeases(tx: BusinessTransaction, leases: Leas
   const released = await tx
     .updateTable('payment_leases')
     .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
-    .where((eb) => eb.or(holders.map(({ payment, token }) => eb.and([eb('provider', '=', payment.provider), eb('payment_id', '=', payment.paymentId), eb('lease_token', '=', token)]))))
+    .where((eb) =>
+      eb.or(holders.map(({ payment, token }) => eb.and([eb('provider', '=', payment.provider), eb('payment_id', '=', payment.paymentId), eb('lease_token', '=', token)]))),
+    )
     .executeTakeFirst();
   return Number(released.numUpdatedRows) === holders.length;
 }

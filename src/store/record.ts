@@ -62,9 +62,7 @@ export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyo
 export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
   return db
     .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
-    .where((eb) =>
-      eb.not(eb.exists(eb.selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
-    );
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))));
 }
 
 interface KnownRow {
@@ -76,7 +74,18 @@ interface KnownRow {
 function whereKeys(events: VerifiedEvent[]) {
   const byProvider = groupBy(events, (event) => event.provider);
   return (eb: ExpressionBuilder<InboxDatabase, 'webhook_events' | 'archived_event_keys'>) =>
-    eb.or([...byProvider].map(([provider, group]) => eb.and([eb('provider', '=', provider), eb('event_id', 'in', group.map((e) => e.eventId))])));
+    eb.or(
+      [...byProvider].map(([provider, group]) =>
+        eb.and([
+          eb('provider', '=', provider),
+          eb(
+            'event_id',
+            'in',
+            group.map((e) => e.eventId),
+          ),
+        ]),
+      ),
+    );
 }
 
 /** Events already known, in one statement: stored, or archived (their key stays behind, with the row id they had). */
@@ -153,12 +162,18 @@ async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInser
  */
 async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
   return db.transaction().execute(async (tx) => {
-    const existing = await knownByKey(tx, unique.map((r) => r.event));
+    const existing = await knownByKey(
+      tx,
+      unique.map((r) => r.event),
+    );
     const missing = unique.filter((r) => !existing.has(eventKey(r.event.provider, r.event.eventId)));
     if (missing.length === 0) return { existing, created: new Map() };
     const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
-    const created = await knownByKey(tx, missing.map((r) => r.event));
+    const created = await knownByKey(
+      tx,
+      missing.map((r) => r.event),
+    );
     return { existing, created: new Map([...created].map(([key, row]) => [key, row.id])) };
   });
 }

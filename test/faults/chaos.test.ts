@@ -11,7 +11,9 @@ import { SHORT_RUN } from '../../chaos/sizes.js';
 test('short chaos run: every fault kind, nothing lost, nothing doubled', { timeout: 240_000 }, async (t) => {
   const report = await runChaos(SHORT_RUN);
   if ('skip' in report) return t.skip(report.skip);
-  t.diagnostic(`${report.events.sent} events, ${report.deliveries.total} deliveries (${report.deliveries.answeredDuplicate} duplicates), ${report.faults.total} faults, ${report.durationSeconds} s`);
+  t.diagnostic(
+    `${report.events.sent} events, ${report.deliveries.total} deliveries (${report.deliveries.answeredDuplicate} duplicates), ${report.faults.total} faults, ${report.durationSeconds} s`,
+  );
 
   for (const invariant of report.invariants) {
     assert.equal(invariant.violations, 0, `${invariant.name}: ${invariant.violations} of ${invariant.checked}\n${invariant.examples.join('\n')}`);

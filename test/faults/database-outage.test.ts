@@ -127,22 +127,34 @@ describe('MariaDB stopped, then frozen, under load (private server)', { skip: un
 
     for (const phase of ['stopped', 'frozen']) {
       const answers = provider.during(phase);
-      console.log(`${phase}: ${answers.length} deliveries answered ${[...new Set(answers.map((a) => a.status))].join('/')}, slowest in ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`);
+      console.log(
+        `${phase}: ${answers.length} deliveries answered ${[...new Set(answers.map((a) => a.status))].join('/')}, slowest in ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`,
+      );
       assert.ok(answers.length > 0, `deliveries were attempted while ${phase}`);
       const other = answers.filter((a) => a.status !== 503 || a.error !== 'store_unavailable');
       assert.deepEqual(other, [], `${phase}: only 503 store_unavailable`);
       const slowest = Math.max(...answers.map((a) => a.ms));
       assert.ok(slowest < RECORD_TIMEOUT_MS + 3000, `${phase}: every answer bounded by the record timeout (slowest ${slowest.toFixed(0)} ms)`);
     }
-    assert.ok(provider.during('thawed').some((a) => a.status === 200), 'acknowledging again after the freeze');
-    assert.ok(children.every((child) => child.exitCode === null && child.signalCode === null), 'no process exited or was restarted');
+    assert.ok(
+      provider.during('thawed').some((a) => a.status === 200),
+      'acknowledging again after the freeze',
+    );
+    assert.ok(
+      children.every((child) => child.exitCode === null && child.signalCode === null),
+      'no process exited or was restarted',
+    );
 
     // Every event the provider got a 200 for is stored and processed, with one effect per payment.
     const sql = await createConnection({ uri: databaseUrl });
     try {
       const [rows] = (await sql.query('SELECT event_id FROM webhook_events')) as unknown as [Array<{ event_id: string }>];
       const stored = new Set(rows.map((r) => r.event_id));
-      assert.deepEqual([...provider.acknowledged].filter((id) => !stored.has(id)), [], 'no acknowledged event lost');
+      assert.deepEqual(
+        [...provider.acknowledged].filter((id) => !stored.has(id)),
+        [],
+        'no acknowledged event lost',
+      );
       await waitUntilAllProcessed(sql, stored.size, 60_000);
       const counts = await outcomeCounts(sql);
       assert.equal(counts.processed, counts.events);

@@ -3,7 +3,16 @@ import { after, before, describe, test } from 'node:test';
 import { createConnection, type Connection } from 'mysql2/promise';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
-import { capturedPayments, deliverUntilAcknowledged, inParallel, outcomeCounts, processingLag, waitUntilAllProcessed, type Acknowledged, type PaymentEvent } from '../support/load.js';
+import {
+  capturedPayments,
+  deliverUntilAcknowledged,
+  inParallel,
+  outcomeCounts,
+  processingLag,
+  waitUntilAllProcessed,
+  type Acknowledged,
+  type PaymentEvent,
+} from '../support/load.js';
 import { cli, type CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
 import { PrivateRedis } from '../support/services.js';
@@ -18,7 +27,7 @@ const BURST = 20;
 
 const database = await createTestDatabase();
 const redis = 'skip' in database ? database : await PrivateRedis.start();
-const unavailable = ('skip' in database && database) || ('skip' in redis && (redis));
+const unavailable = ('skip' in database && database) || ('skip' in redis && redis);
 
 describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Streams`, { skip: unavailable && unavailable.skip }, () => {
   let db: TestDatabase;
@@ -128,6 +137,9 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
     const group = await privateRedis.group(stream);
     assert.ok(group && group.entriesRead > 0, `entries read after the restart: ${JSON.stringify(group)}`);
     await waitFor('the workers to acknowledge the new entries', async () => (await privateRedis.group(stream))?.pending === 0);
-    assert.ok(children.every((child) => child.exitCode === null && child.signalCode === null), 'every process still running');
+    assert.ok(
+      children.every((child) => child.exitCode === null && child.signalCode === null),
+      'every process still running',
+    );
   });
 });

@@ -28,7 +28,14 @@ describe('a worker process killed (SIGKILL) in the middle of processing', { skip
     const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
     assert.equal(migrate.code, 0, migrate.output);
     sql = await createConnection({ uri: db.url });
-    const env = { DATABASE_URL: db.url, REDIS_URL: stream.url, REDIS_STREAM: stream.stream, MIGRATE_ON_START: 'false', SWEEP_INTERVAL_MS: '200', LEASE_SECONDS: String(LEASE_SECONDS) };
+    const env = {
+      DATABASE_URL: db.url,
+      REDIS_URL: stream.url,
+      REDIS_STREAM: stream.stream,
+      MIGRATE_ON_START: 'false',
+      SWEEP_INTERVAL_MS: '200',
+      LEASE_SECONDS: String(LEASE_SECONDS),
+    };
     const server = await serve(env, ['--no-workers']);
     receiver = server.url;
     workers = await Promise.all([worker(env), worker(env)]);
@@ -57,7 +64,9 @@ describe('a worker process killed (SIGKILL) in the middle of processing', { skip
     const stuck = await (async () => {
       let owner = '';
       await waitFor('the held payment to be claimed', async () => {
-        const [[row]] = (await sql.query("SELECT status, lease_owner FROM webhook_events WHERE event_id = 'evt_takeover_0_payment_intent.succeeded'")) as unknown as [[{ status: string; lease_owner: string | null }]];
+        const [[row]] = (await sql.query("SELECT status, lease_owner FROM webhook_events WHERE event_id = 'evt_takeover_0_payment_intent.succeeded'")) as unknown as [
+          [{ status: string; lease_owner: string | null }],
+        ];
         owner = row.status === 'processing' && row.lease_owner ? row.lease_owner : '';
         return owner !== '';
       });

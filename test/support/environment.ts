@@ -10,12 +10,15 @@ export const EMPTY_DIR = mkdtempSync(path.join(tmpdir(), 'wi-env-'));
 /** Every variable name the configuration reads, observed by reading through a recording environment. */
 export function variablesRead(): string[] {
   const names = new Set<string>();
-  const recording = new Proxy({}, {
-    get(_target, name) {
-      if (typeof name === 'string') names.add(name);
-      return undefined;
+  const recording = new Proxy(
+    {},
+    {
+      get(_target, name) {
+        if (typeof name === 'string') names.add(name);
+        return undefined;
+      },
     },
-  });
+  );
   loadConfig(readEnvironment(recording, EMPTY_DIR).variables);
   return [...names].sort();
 }

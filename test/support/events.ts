@@ -8,7 +8,10 @@ export async function seedEvents(db: Kysely<InboxDatabase>, rows: Array<Partial<
   const now = toDbTime(new Date());
   const defaults = { provider: 'stripe', event_type: 'payment_intent.succeeded', payload: '{}', headers: '{}', status: 'processed' as const, attempts: 1, created_at: now };
   for (let start = 0; start < rows.length; start += 500) {
-    await db.insertInto('webhook_events').values(rows.slice(start, start + 500).map((row) => ({ ...defaults, ...row }))).execute();
+    await db
+      .insertInto('webhook_events')
+      .values(rows.slice(start, start + 500).map((row) => ({ ...defaults, ...row })))
+      .execute();
   }
 }
 

@@ -23,8 +23,7 @@ export class TestClock implements Clock {
 
 /** Rows a Stripe payment produced in each business table: the "exactly one effect" count. */
 export async function paymentEffects(db: Kysely<InboxDatabase>, paymentId: string) {
-  const count = async (table: 'payments' | 'orders' | 'enrollments') =>
-    (await db.selectFrom(table).select('id').where('payment_id', '=', paymentId).execute()).length;
+  const count = async (table: 'payments' | 'orders' | 'enrollments') => (await db.selectFrom(table).select('id').where('payment_id', '=', paymentId).execute()).length;
   const receipts = await db.selectFrom('outbox').select('id').where('idempotency_key', '=', `receipt:stripe:${paymentId}`).execute();
   return { payments: await count('payments'), orders: await count('orders'), enrollments: await count('enrollments'), receipts: receipts.length };
 }

@@ -126,10 +126,11 @@ export class PrivateRedis {
   /** Stops the server (if running) and starts it again on the same port, empty. */
   async restart(): Promise<void> {
     await stopServer(this.child);
-    const ping = () => this.client.ping().then(
-      () => true,
-      () => false,
-    );
+    const ping = () =>
+      this.client.ping().then(
+        () => true,
+        () => false,
+      );
     this.child = await startServer(this.command, ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], 'redis-server', ping, () => '');
     await waitFor('test client to reconnect to redis', ping);
   }
@@ -163,7 +164,9 @@ export class PrivateMariadb {
     const command = binary('mariadbd');
     if (!install || !command) return unavailable('mariadb-install-db or mariadbd not found');
     const dir = await mkdtemp(path.join(tmpdir(), 'wi-mariadb-'));
-    const installed = spawnSync(install, ['--no-defaults', `--datadir=${dir}/data`, '--auth-root-authentication-method=normal', '--skip-test-db', '--user=root'], { encoding: 'utf8' });
+    const installed = spawnSync(install, ['--no-defaults', `--datadir=${dir}/data`, '--auth-root-authentication-method=normal', '--skip-test-db', '--user=root'], {
+      encoding: 'utf8',
+    });
     if (installed.status !== 0) throw new Error(`mariadb-install-db failed:\n${installed.stdout}${installed.stderr}`);
     const server = new PrivateMariadb(command, dir, await freePort());
     await server.startServer();

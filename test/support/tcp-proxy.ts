@@ -20,14 +20,22 @@ export class TcpProxy {
   async open(): Promise<void> {
     const server = net.createServer((client) => {
       const upstream = net.connect(this.target.port, this.target.host);
-      for (const [socket, peer] of [[client, upstream], [upstream, client]] as const) {
+      for (const [socket, peer] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
         this.sockets.add(socket);
         socket.setNoDelay(true);
         socket.on('close', () => this.sockets.delete(socket));
         socket.on('error', () => peer.destroy());
       }
       if (this.delayMs === 0) client.pipe(upstream).pipe(client);
-      else for (const [from, to] of [[client, upstream], [upstream, client]] as const) this.delay(from, to);
+      else
+        for (const [from, to] of [
+          [client, upstream],
+          [upstream, client],
+        ] as const)
+          this.delay(from, to);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -9,7 +9,10 @@ export function registerDemoCommand(program: Command): void {
     .option('--keep', 'keep the temporary database and print where it is')
     .option('--json', 'print JSON')
     .action(async (flags: { keep?: boolean; json?: boolean }) => {
-      const answers = (a: Record<string, number>) => Object.entries(a).map(([answer, n]) => (n > 1 ? `${n}x ${answer}` : answer)).join(', ');
+      const answers = (a: Record<string, number>) =>
+        Object.entries(a)
+          .map(([answer, n]) => (n > 1 ? `${n}x ${answer}` : answer))
+          .join(', ');
       const report = await runDemo({
         keep: flags.keep,
         onStep: flags.json ? undefined : (step) => console.log(`${step.title}\n  sent ${step.sent}\n  answered ${answers(step.answers)}`),
@@ -32,7 +35,9 @@ export function registerDemoCommand(program: Command): void {
         ['course', (p) => p.courseId],
       ]);
       const { orders, activeEnrollments, revokedEnrollments } = report.effects;
-      const outbox = Object.entries(report.outbox).map(([kind, n]) => `${n} ${kind}`).join(', ');
+      const outbox = Object.entries(report.outbox)
+        .map(([kind, n]) => `${n} ${kind}`)
+        .join(', ');
       console.log(`\nBusiness effects: ${orders} orders, ${activeEnrollments} active + ${revokedEnrollments} revoked enrollments; outbox (one per payment and kind): ${outbox}.`);
       console.log(flags.keep ? `Database kept: DATABASE_URL=${report.databaseUrl} webhook-inbox events list` : 'The temporary database was removed (--keep keeps it).');
     });

@@ -24,7 +24,7 @@ export function registerSendCommand(program: Command): void {
     .command('send')
     .addArgument(new Argument('<provider>', 'the provider').choices(PROVIDER_NAMES))
     .argument('<event-type>', 'see the list below')
-    .description('sign a realistic test event with the configured secrets and deliver it, like the providers\' own test tools')
+    .description("sign a realistic test event with the configured secrets and deliver it, like the providers' own test tools")
     .addHelpText('after', `\nEvent types:\n${types}`)
     .option('--url <url>', 'the service (http://host:port) or a full webhook URL (default http://127.0.0.1:$PORT)')
     .option('--repeat <n>', 'send the same event this many times, one after the other', positiveIntegerOption, 1)
@@ -54,7 +54,9 @@ export function registerSendCommand(program: Command): void {
           ['deliveries', ([, count]) => count],
         ]);
         const times = report.deliveries.map((d) => d.ms).sort((a, b) => a - b);
-        console.log(`${report.deliveries.length} deliveries, ${unexpected} unexpected answers; slowest ${times[times.length - 1]} ms, median ${times[Math.floor(times.length / 2)]} ms`);
+        console.log(
+          `${report.deliveries.length} deliveries, ${unexpected} unexpected answers; slowest ${times[times.length - 1]} ms, median ${times[Math.floor(times.length / 2)]} ms`,
+        );
       }
       if (unexpected > 0) process.exitCode = EXIT_FAILED;
     });

@@ -38,7 +38,7 @@ const ER_LOCK_DEADLOCK = 1213;
 const ER_BAD_DB_ERROR = 1049;
 
 function driverError(error: unknown): { code?: string; errno?: number; fatal?: boolean } {
-  return typeof error === 'object' && error !== null ? (error) : {};
+  return typeof error === 'object' && error !== null ? error : {};
 }
 
 /** `SELECT VERSION()` of a server with INSERT ... RETURNING: MariaDB from 10.5 on; no MySQL release has it. */

@@ -55,10 +55,14 @@ function preparing(connection: PoolConnection): MysqlPoolConnection {
     if (!callback) return connection.query(sql, parameters);
     if (parameters.length === 0 || parameters.length > MAX_PREPARED_PARAMETERS) return asText(sql, parameters, callback);
     try {
-      connection.execute(sql, parameters as never, ((error: { errno?: number } | null, result: MysqlQueryResult) => {
-        if (error?.errno !== undefined && CANNOT_PREPARE.has(error.errno)) asText(sql, parameters, callback);
-        else callback(error, result);
-      }) as never);
+      connection.execute(
+        sql,
+        parameters as never,
+        ((error: { errno?: number } | null, result: MysqlQueryResult) => {
+          if (error?.errno !== undefined && CANNOT_PREPARE.has(error.errno)) asText(sql, parameters, callback);
+          else callback(error, result);
+        }) as never,
+      );
     } catch (error) {
       // mysql2 refuses some values (undefined) by throwing instead of calling back.
       callback(error, undefined as never);

@@ -1,18 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import {
-  CompiledQuery,
-  Kysely,
-  SqliteAdapter,
-  SqliteDriver,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-  sql,
-  type DatabaseConnection,
-  type Dialect,
-  type Driver,
-} from 'kysely';
+import { CompiledQuery, Kysely, SqliteAdapter, SqliteDriver, SqliteIntrospector, SqliteQueryCompiler, sql, type DatabaseConnection, type Dialect, type Driver } from 'kysely';
 import { sqliteFilePath } from '../../config/database-url.js';
 import { StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';

@@ -141,7 +141,11 @@ export class Archiver {
     let kept = 0;
     for (let start = 0; start < lines.length; start += batchSize) {
       const batch = new Map(lines.slice(start, start + batchSize).map((line) => [(JSON.parse(line) as { id: number }).id, line]));
-      const rows = await this.db.selectFrom('webhook_events').selectAll().where('id', 'in', [...batch.keys()]).execute();
+      const rows = await this.db
+        .selectFrom('webhook_events')
+        .selectAll()
+        .where('id', 'in', [...batch.keys()])
+        .execute();
       const verified = rows.filter((row) => row.status === 'processed' && archiveLine(row) === batch.get(Number(row.id)));
       kept += rows.length - verified.length;
       if (verified.length === 0) continue;
@@ -150,11 +154,24 @@ export class Archiver {
       await this.db
         .insertInto('archived_event_keys')
         .orIgnore()
-        .values(verified.map((row) => ({ provider: row.provider, event_id: row.event_id, event_row_id: row.id, event_created_at: row.created_at, archive_file: part.file, archived_at: archivedAt })))
+        .values(
+          verified.map((row) => ({
+            provider: row.provider,
+            event_id: row.event_id,
+            event_row_id: row.id,
+            event_created_at: row.created_at,
+            archive_file: part.file,
+            archived_at: archivedAt,
+          })),
+        )
         .execute();
       const removed = await this.db
         .deleteFrom('webhook_events')
-        .where('id', 'in', verified.map((row) => row.id))
+        .where(
+          'id',
+          'in',
+          verified.map((row) => row.id),
+        )
         .where('status', '=', 'processed')
         .executeTakeFirst();
       deleted += Number(removed.numDeletedRows);

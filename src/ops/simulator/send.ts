@@ -48,7 +48,9 @@ export async function sendEvent(event: SimulatedEvent, providers: ProviderSettin
   const target = webhookUrl(options.url, event.provider);
   const deliveries: DeliveryResult[] = [];
   for (let round = 0; round < options.repeat; round++) {
-    const batch = Array.from({ length: options.concurrent }, () => deliver(target, signEvent(event, providers, { now: clock.now(), forged: options.forged }), options.timeoutMs ?? 10_000));
+    const batch = Array.from({ length: options.concurrent }, () =>
+      deliver(target, signEvent(event, providers, { now: clock.now(), forged: options.forged }), options.timeoutMs ?? 10_000),
+    );
     deliveries.push(...(await Promise.all(batch)));
   }
   // In a fixed order (by status, the recorded copy before its duplicates), so that a report reads the

@@ -101,7 +101,16 @@ const stripeEvent: Builder<Extract<SimulatedEvent, { provider: 'stripe' }>> = (t
       status: 'complete',
     };
   } else if (type === 'charge.dispute.created') {
-    object = { id: randomId('dp_', 24), object: 'dispute', amount: payment.amountMinor, charge, currency: 'usd', payment_intent: paymentIntent, reason: 'fraudulent', status: 'needs_response' };
+    object = {
+      id: randomId('dp_', 24),
+      object: 'dispute',
+      amount: payment.amountMinor,
+      charge,
+      currency: 'usd',
+      payment_intent: paymentIntent,
+      reason: 'fraudulent',
+      status: 'needs_response',
+    };
   } else {
     object = {
       id: charge,
@@ -179,15 +188,53 @@ const razorpayEvent: Builder<Extract<SimulatedEvent, { provider: 'razorpay' }>> 
   const contains = ['payment'];
   if (type === 'order.paid') {
     contains.push('order');
-    payload.order = { entity: { id: orderId, entity: 'order', amount: payment.amountMinor, amount_paid: payment.amountMinor, amount_due: 0, currency: 'INR', receipt: `rcpt_${payment.userId}`, status: 'paid', attempts: 1, notes: entity.notes, created_at: unix(now) - 60 } };
+    payload.order = {
+      entity: {
+        id: orderId,
+        entity: 'order',
+        amount: payment.amountMinor,
+        amount_paid: payment.amountMinor,
+        amount_due: 0,
+        currency: 'INR',
+        receipt: `rcpt_${payment.userId}`,
+        status: 'paid',
+        attempts: 1,
+        notes: entity.notes,
+        created_at: unix(now) - 60,
+      },
+    };
   }
   if (type.startsWith('refund.')) {
     contains.unshift('refund');
-    payload.refund = { entity: { id: randomId('rfnd_'), entity: 'refund', amount: payment.amountMinor, currency: 'INR', payment_id: payment.paymentId, notes: [], status: 'processed', speed_processed: 'normal', created_at: unix(now) } };
+    payload.refund = {
+      entity: {
+        id: randomId('rfnd_'),
+        entity: 'refund',
+        amount: payment.amountMinor,
+        currency: 'INR',
+        payment_id: payment.paymentId,
+        notes: [],
+        status: 'processed',
+        speed_processed: 'normal',
+        created_at: unix(now),
+      },
+    };
   }
   if (type === 'payment.dispute.created') {
     contains.push('dispute');
-    payload.dispute = { entity: { id: randomId('disp_'), entity: 'dispute', payment_id: payment.paymentId, amount: payment.amountMinor, currency: 'INR', phase: 'chargeback', status: 'open', reason_code: 'chargeback_request', created_at: unix(now) } };
+    payload.dispute = {
+      entity: {
+        id: randomId('disp_'),
+        entity: 'dispute',
+        payment_id: payment.paymentId,
+        amount: payment.amountMinor,
+        currency: 'INR',
+        phase: 'chargeback',
+        status: 'open',
+        reason_code: 'chargeback_request',
+        created_at: unix(now),
+      },
+    };
   }
   return {
     provider: 'razorpay',
@@ -251,11 +298,15 @@ export function simulateEvent(provider: ProviderName, type: string, payment: Sim
   const normalized = provider === 'payu' ? type.replace(/^payment\./, '') : type;
   if (!known.includes(normalized)) throw new OperationError(`unknown ${provider} event type "${type}"; known: ${known.join(', ')}`, 'bad_argument');
   const userId = payment.userId ?? randomId('user_', 6);
-  return BUILDERS[provider](normalized, {
-    paymentId: payment.paymentId ?? DEFAULT_PAYMENT_ID[provider](),
-    userId,
-    courseId: payment.courseId ?? 'course_101',
-    amountMinor: payment.amountMinor ?? (provider === 'stripe' ? 4900 : 49_900),
-    email: payment.email ?? `${userId}@example.com`,
-  }, now);
+  return BUILDERS[provider](
+    normalized,
+    {
+      paymentId: payment.paymentId ?? DEFAULT_PAYMENT_ID[provider](),
+      userId,
+      courseId: payment.courseId ?? 'course_101',
+      amountMinor: payment.amountMinor ?? (provider === 'stripe' ? 4900 : 49_900),
+      email: payment.email ?? `${userId}@example.com`,
+    },
+    now,
+  );
 }

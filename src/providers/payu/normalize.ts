@@ -26,7 +26,7 @@ function stateOf(status: string, unmappedStatus: string): PaymentState | null {
 /** PayU callbacks -> payment states. Each attempt has its own mihpayid, which identifies the payment. */
 export const payuToCanonical: Normalizer = ({ payload }) => {
   if (!isRecord(payload)) return ignored('payu payload is not an object');
-  const field = (name: string): string => (typeof payload[name] === 'string' ? (payload[name]).trim() : '');
+  const field = (name: string): string => (typeof payload[name] === 'string' ? payload[name].trim() : '');
   const state = stateOf(field('status').toLowerCase(), field('unmappedstatus').toLowerCase());
   if (state === null) return ignored(`no business meaning: payu status "${field('status')}"`);
   if (field('mihpayid') === '') return ignored('payu callback carries no mihpayid');

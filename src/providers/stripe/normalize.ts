@@ -23,11 +23,7 @@ export const stripeToCanonical: Normalizer = ({ eventType, payload }) => {
     currency: stringAt(object, 'currency')?.toUpperCase() ?? null,
     userId: metadataString(path(object, 'metadata', 'user_id')),
     courseId: metadataString(path(object, 'metadata', 'course_id')),
-    email:
-      stringAt(object, 'receipt_email') ??
-      stringAt(object, 'billing_details', 'email') ??
-      stringAt(object, 'customer_details', 'email') ??
-      stringAt(object, 'customer_email'),
+    email: stringAt(object, 'receipt_email') ?? stringAt(object, 'billing_details', 'email') ?? stringAt(object, 'customer_details', 'email') ?? stringAt(object, 'customer_email'),
   };
 };
 

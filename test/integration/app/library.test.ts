@@ -28,7 +28,15 @@ for (const backend of STORE_BACKENDS) {
           await tx
             .insertInto('outbox')
             .orIgnore()
-            .values({ idempotency_key: `crm:${payment.provider}:${payment.payment_id}`, kind: 'crm_update', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
+            .values({
+              idempotency_key: `crm:${payment.provider}:${payment.payment_id}`,
+              kind: 'crm_update',
+              payload: '{}',
+              status: 'pending',
+              attempts: 0,
+              next_attempt_at: now,
+              created_at: now,
+            })
             .execute();
         },
       ],
@@ -79,10 +87,16 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(response.statusCode, 200);
       assert.equal((await eventProcessedOrFailed('evt_lib_1')).status, 'processed');
       const keys = await inbox.store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
-      assert.deepEqual(keys.map((k) => k.idempotency_key), ['crm:stripe:pi_lib_1', 'fulfilment:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1']);
+      assert.deepEqual(
+        keys.map((k) => k.idempotency_key),
+        ['crm:stripe:pi_lib_1', 'fulfilment:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1'],
+      );
       await waitFor('the host transport delivered its row', () => crmKeys.length > 0);
       assert.deepEqual(crmKeys, ['crm:stripe:pi_lib_1']);
-      await waitFor('the CRM row marked sent', async () => (await inbox.store.db.selectFrom('outbox').select('status').where('idempotency_key', '=', 'crm:stripe:pi_lib_1').executeTakeFirstOrThrow()).status === 'sent');
+      await waitFor(
+        'the CRM row marked sent',
+        async () => (await inbox.store.db.selectFrom('outbox').select('status').where('idempotency_key', '=', 'crm:stripe:pi_lib_1').executeTakeFirstOrThrow()).status === 'sent',
+      );
     });
 
     test('a PermanentError fails the event without retry and rolls back every effect', async () => {

@@ -62,8 +62,15 @@ describe('prepared statements (MariaDB)', { skip: 'skip' in database ? database.
     try {
       const before = await globalPrepares();
       const payload = JSON.stringify({ id: 'evt_prepared', note: "quote ' backslash \\ nul \u0000 emoji \u{1F600}" });
-      const results = await Promise.all(['evt_prepared', 'evt_prepared_2'].map((eventId) => store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload, headers: { 'stripe-signature': 't=1' } })));
-      assert.deepEqual(results.map((r) => r.outcome), ['recorded', 'recorded']);
+      const results = await Promise.all(
+        ['evt_prepared', 'evt_prepared_2'].map((eventId) =>
+          store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload, headers: { 'stripe-signature': 't=1' } }),
+        ),
+      );
+      assert.deepEqual(
+        results.map((r) => r.outcome),
+        ['recorded', 'recorded'],
+      );
       assert.ok((await globalPrepares()) > before, 'the record batch was prepared');
       const [rows] = await server.query("select payload from webhook_events where provider = 'stripe' and event_id = 'evt_prepared'");
       assert.equal((rows as Array<{ payload: string }>)[0]?.payload, payload);

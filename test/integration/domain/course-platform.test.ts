@@ -15,7 +15,13 @@ const databases = await Promise.all(STORE_BACKENDS.map(async (backend) => ({ bac
 /** Stripe Checkout's own sample, paid, for `paymentIntent`, carrying the customer's metadata and address. */
 function checkoutCompleted(eventId: string, paymentIntent: string, userId: string, courseId: string, email: string): object {
   const sample = payloadJson('stripe', 'checkout.session.completed.json') as { data: { object: Record<string, unknown> } };
-  const session = { ...sample.data.object, payment_intent: paymentIntent, payment_status: 'paid', metadata: { user_id: userId, course_id: courseId }, customer_details: { ...(sample.data.object.customer_details as object), email } };
+  const session = {
+    ...sample.data.object,
+    payment_intent: paymentIntent,
+    payment_status: 'paid',
+    metadata: { user_id: userId, course_id: courseId },
+    customer_details: { ...(sample.data.object.customer_details as object), email },
+  };
   return { ...sample, id: eventId, data: { ...sample.data, object: session } };
 }
 
@@ -32,9 +38,15 @@ for (const { backend, database } of databases) {
       await db?.drop();
     });
 
-    const orderOf = (paymentId: string) => harness.db.selectFrom('orders').select(['user_id', 'course_id', 'amount', 'currency', 'status']).where('payment_id', '=', paymentId).executeTakeFirst();
+    const orderOf = (paymentId: string) =>
+      harness.db.selectFrom('orders').select(['user_id', 'course_id', 'amount', 'currency', 'status']).where('payment_id', '=', paymentId).executeTakeFirst();
     const effectsOf = async (paymentId: string) => {
-      const rows = await harness.db.selectFrom('outbox').select(['idempotency_key', 'payload']).where('idempotency_key', 'like', `%:stripe:${paymentId}`).orderBy('idempotency_key').execute();
+      const rows = await harness.db
+        .selectFrom('outbox')
+        .select(['idempotency_key', 'payload'])
+        .where('idempotency_key', 'like', `%:stripe:${paymentId}`)
+        .orderBy('idempotency_key')
+        .execute();
       return rows.map((row) => ({ key: row.idempotency_key, ...(JSON.parse(row.payload) as PaymentEffect) }));
     };
     const enrollmentOf = (userId: string) => harness.db.selectFrom('enrollments').select(['status', 'payment_id']).where('user_id', '=', userId).execute();
@@ -51,7 +63,11 @@ for (const { backend, database } of databases) {
       assert.equal((await harness.post(session)).status, 200);
       assert.equal((await harness.post(session)).status, 200, 'a redelivery changes nothing');
 
-      assert.deepEqual(await orderOf(paymentIntent), { user_id: 'u_details_later', course_id: 'c_details', amount: 4900, currency: 'USD', status: 'paid' }, 'the order has its details; the amount it had is kept');
+      assert.deepEqual(
+        await orderOf(paymentIntent),
+        { user_id: 'u_details_later', course_id: 'c_details', amount: 4900, currency: 'USD', status: 'paid' },
+        'the order has its details; the amount it had is kept',
+      );
       assert.deepEqual(await enrollmentOf('u_details_later'), [{ status: 'active', payment_id: paymentIntent }]);
       const effects = await effectsOf(paymentIntent);
       assert.deepEqual(
@@ -68,11 +84,17 @@ for (const { backend, database } of databases) {
       const paymentIntent = 'pi_address_first';
       const addressOnly = stripePaymentEvent('evt_address_pi', 'payment_intent.succeeded', paymentIntent, { object: { metadata: {} } });
       assert.equal((await harness.post(stripeDelivery(addressOnly))).status, 200);
-      assert.deepEqual((await effectsOf(paymentIntent)).map((e) => e.key), [`receipt:stripe:${paymentIntent}`]);
+      assert.deepEqual(
+        (await effectsOf(paymentIntent)).map((e) => e.key),
+        [`receipt:stripe:${paymentIntent}`],
+      );
 
       const session = checkoutCompleted('evt_address_session', paymentIntent, 'u_address_first', 'c_address', 'buyer@example.com');
       assert.equal((await harness.post(stripeDelivery(session))).status, 200);
-      assert.deepEqual((await effectsOf(paymentIntent)).map((e) => e.key), [`fulfilment:stripe:${paymentIntent}`, `receipt:stripe:${paymentIntent}`]);
+      assert.deepEqual(
+        (await effectsOf(paymentIntent)).map((e) => e.key),
+        [`fulfilment:stripe:${paymentIntent}`, `receipt:stripe:${paymentIntent}`],
+      );
       const fulfilment = (await effectsOf(paymentIntent))[0]!;
       assert.equal(fulfilment.userId, 'u_address_first');
       assert.equal(fulfilment.courseId, 'c_address');
@@ -101,8 +123,15 @@ for (const { backend, database } of databases) {
       assert.equal((await orderOf('pi_twice_1'))?.status, 'refunded');
       assert.equal((await orderOf('pi_twice_2'))?.status, 'paid');
       assert.deepEqual(await enrollmentOf(buyer.userId), [{ status: 'active', payment_id: 'pi_twice_2' }], 'still enrolled, now through the payment that stands');
-      assert.ok((await effectsOf('pi_twice_1')).some((e) => e.key === 'fulfilment-cancel:stripe:pi_twice_1'), "the refunded payment's fulfilment is cancelled");
-      assert.deepEqual((await effectsOf('pi_twice_2')).map((e) => e.key), ['fulfilment:stripe:pi_twice_2', 'receipt:stripe:pi_twice_2'], 'the other is left alone');
+      assert.ok(
+        (await effectsOf('pi_twice_1')).some((e) => e.key === 'fulfilment-cancel:stripe:pi_twice_1'),
+        "the refunded payment's fulfilment is cancelled",
+      );
+      assert.deepEqual(
+        (await effectsOf('pi_twice_2')).map((e) => e.key),
+        ['fulfilment:stripe:pi_twice_2', 'receipt:stripe:pi_twice_2'],
+        'the other is left alone',
+      );
 
       assert.equal((await harness.post(stripeDelivery(stripePaymentEvent('evt_pi_twice_2_r', 'charge.refunded', 'pi_twice_2', buyer)))).status, 200);
       assert.deepEqual(await enrollmentOf(buyer.userId), [{ status: 'revoked', payment_id: 'pi_twice_2' }], 'nothing paid is left');

@@ -4,7 +4,6 @@ import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../sup
 import { Harness } from '../../support/harness.js';
 import { razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
 
-
 function permutations<T>(items: readonly T[]): T[][] {
   if (items.length <= 1) return [items.slice()];
   return items.flatMap((item, i) => permutations([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [item, ...rest]));
@@ -31,7 +30,9 @@ function razorpayLifecycle(paymentId: string, order: readonly string[]): Deliver
       email: 'buyer@example.com',
       notes: { user_id: `u_${paymentId}`, course_id: 'c_order' },
     };
-    const payload = refunded ? { refund: { entity: { id: `rfnd_${paymentId}`, payment_id: paymentId, amount: 50000 } }, payment: { entity: payment } } : { payment: { entity: payment } };
+    const payload = refunded
+      ? { refund: { entity: { id: `rfnd_${paymentId}`, payment_id: paymentId, amount: 50000 } }, payment: { entity: payment } }
+      : { payment: { entity: payment } };
     return razorpayDelivery({ entity: 'event', event: type, contains: Object.keys(payload), payload, created_at: 1767225600 }, `${paymentId}_${type}`);
   });
 }

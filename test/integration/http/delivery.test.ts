@@ -78,7 +78,17 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a PayU JSON post verifies like the form post', async () => {
-      const form = payuDelivery({ mihpayid: '9000001', status: 'success', txnid: 'T9000001', amount: '10.00', productinfo: 'Course', firstname: 'A', email: 'a@example.com', udf1: 'user_json', udf2: 'course_json' });
+      const form = payuDelivery({
+        mihpayid: '9000001',
+        status: 'success',
+        txnid: 'T9000001',
+        amount: '10.00',
+        productinfo: 'Course',
+        firstname: 'A',
+        email: 'a@example.com',
+        udf1: 'user_json',
+        udf2: 'course_json',
+      });
       const json: Delivery = { provider: 'payu', headers: { 'content-type': 'application/json' }, body: JSON.stringify(Object.fromEntries(new URLSearchParams(form.body))) };
       assert.match((await deliverAndProcess(json, '9000001:success'))!, /^applied: payment 9000001 captured/);
       const enrollment = await harness.db.selectFrom('enrollments').selectAll().where('user_id', '=', 'user_json').executeTakeFirstOrThrow();

@@ -20,7 +20,10 @@ const headerText = fc.string({ unit: fc.constantFrom(...'abcdefghijklmnopqrstuvw
 const hostileHeaders = fc.record(
   {
     'content-type': fc.constantFrom(...CONTENT_TYPES),
-    'stripe-signature': fc.oneof(headerText, headerText.map((v) => `t=${Math.floor(Date.now() / 1000)},v1=${v}`)),
+    'stripe-signature': fc.oneof(
+      headerText,
+      headerText.map((v) => `t=${Math.floor(Date.now() / 1000)},v1=${v}`),
+    ),
     'x-razorpay-signature': headerText,
     'x-razorpay-event-id': headerText,
   },
@@ -157,7 +160,12 @@ describe('hostile input (property-based, fast-check)', () => {
           assert.match(String(response.body.message), /contains "\|"/);
         } else {
           assert.equal(response.status, 200, JSON.stringify(response.body));
-          const stored = await harness.db.selectFrom('webhook_events').select('payload').where('provider', '=', 'payu').where('event_id', '=', `${mihpayid}:success`).executeTakeFirstOrThrow();
+          const stored = await harness.db
+            .selectFrom('webhook_events')
+            .select('payload')
+            .where('provider', '=', 'payu')
+            .where('event_id', '=', `${mihpayid}:success`)
+            .executeTakeFirstOrThrow();
           const payload = JSON.parse(stored.payload) as Record<string, string>;
           for (const [name, posted] of Object.entries(values)) assert.equal(payload[name], posted, name);
         }

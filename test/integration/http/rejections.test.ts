@@ -5,33 +5,100 @@ import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../sup
 import { Harness } from '../../support/harness.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
 
-
 const validStripe = () => stripeDelivery(stripePaymentEvent('evt_valid_after_abuse', 'payment_intent.succeeded', 'pi_valid_after_abuse'));
-const without = (delivery: Delivery, header: string): Delivery => ({ ...delivery, headers: Object.fromEntries(Object.entries(delivery.headers).filter(([name]) => name !== header)) });
-const payuFields = { mihpayid: '7000001', status: 'success', txnid: 'T7000001', amount: '99.00', productinfo: 'Course', firstname: 'Asha', email: 'asha@example.com', udf1: 'u1', udf2: 'c1' };
+const without = (delivery: Delivery, header: string): Delivery => ({
+  ...delivery,
+  headers: Object.fromEntries(Object.entries(delivery.headers).filter(([name]) => name !== header)),
+});
+const payuFields = {
+  mihpayid: '7000001',
+  status: 'success',
+  txnid: 'T7000001',
+  amount: '99.00',
+  productinfo: 'Course',
+  firstname: 'Asha',
+  email: 'asha@example.com',
+  udf1: 'u1',
+  udf2: 'c1',
+};
 
 /** Each case: a request that must be refused with `status` and `error`, writing nothing at all. */
 const CASES: Array<{ name: string; status: number; error: string; request: () => Delivery & { path?: string } }> = [
-  { name: 'Stripe: wrong secret', status: 401, error: 'invalid_signature', request: () => stripeDelivery(stripePaymentEvent('evt_forged', 'payment_intent.succeeded', 'pi_forged'), { secret: 'whsec_attacker' }) },
-  { name: 'Stripe: stale timestamp (301 s)', status: 401, error: 'invalid_signature', request: () => stripeDelivery(stripePaymentEvent('evt_stale', 'payment_intent.succeeded', 'pi_stale'), { timestamp: Math.floor(Date.now() / 1000) - 301 }) },
+  {
+    name: 'Stripe: wrong secret',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => stripeDelivery(stripePaymentEvent('evt_forged', 'payment_intent.succeeded', 'pi_forged'), { secret: 'whsec_attacker' }),
+  },
+  {
+    name: 'Stripe: stale timestamp (301 s)',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => stripeDelivery(stripePaymentEvent('evt_stale', 'payment_intent.succeeded', 'pi_stale'), { timestamp: Math.floor(Date.now() / 1000) - 301 }),
+  },
   { name: 'Stripe: missing Stripe-Signature', status: 401, error: 'invalid_signature', request: () => without(validStripe(), 'stripe-signature') },
-  { name: 'Stripe: garbage signature header', status: 401, error: 'invalid_signature', request: () => ({ ...validStripe(), headers: { 'content-type': 'application/json', 'stripe-signature': 'nonsense' } }) },
+  {
+    name: 'Stripe: garbage signature header',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => ({ ...validStripe(), headers: { 'content-type': 'application/json', 'stripe-signature': 'nonsense' } }),
+  },
   { name: 'Stripe: body tampered after signing', status: 401, error: 'invalid_signature', request: () => ({ ...validStripe(), body: validStripe().body.replace('4900', '1') }) },
   { name: 'Stripe: signed malformed JSON', status: 400, error: 'malformed_body', request: () => stripeDelivery('{"id":"evt_broken",') },
   { name: 'Stripe: signed JSON array', status: 400, error: 'malformed_body', request: () => stripeDelivery('[1,2,3]') },
   { name: 'Stripe: signed event without id', status: 400, error: 'missing_event_id', request: () => stripeDelivery({ type: 'payment_intent.succeeded', data: { object: {} } }) },
   { name: 'Stripe: empty body', status: 401, error: 'invalid_signature', request: () => ({ provider: 'stripe', headers: {}, body: '' }) },
-  { name: 'Razorpay: missing signature', status: 401, error: 'invalid_signature', request: () => without(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_1'), 'x-razorpay-signature') },
-  { name: 'Razorpay: wrong secret', status: 401, error: 'invalid_signature', request: () => razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_2', { secret: 'not-the-secret' }) },
-  { name: 'Razorpay: signed but no X-Razorpay-Event-Id', status: 400, error: 'missing_event_id', request: () => without(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_3'), 'x-razorpay-event-id') },
+  {
+    name: 'Razorpay: missing signature',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => without(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_1'), 'x-razorpay-signature'),
+  },
+  {
+    name: 'Razorpay: wrong secret',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_2', { secret: 'not-the-secret' }),
+  },
+  {
+    name: 'Razorpay: signed but no X-Razorpay-Event-Id',
+    status: 400,
+    error: 'missing_event_id',
+    request: () => without(razorpayDelivery({ event: 'payment.captured' }, 'rzp_evt_3'), 'x-razorpay-event-id'),
+  },
   { name: 'Razorpay: signed malformed JSON', status: 400, error: 'malformed_body', request: () => razorpayDelivery('{"event":', 'rzp_evt_4') },
-  { name: 'PayU: hash over other values', status: 401, error: 'invalid_signature', request: () => ({ ...payuDelivery(payuFields), body: payuDelivery(payuFields).body.replace('99.00', '1.00') }) },
-  { name: 'PayU: no hash field', status: 401, error: 'invalid_signature', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(payuFields).toString() }) },
+  {
+    name: 'PayU: hash over other values',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => ({ ...payuDelivery(payuFields), body: payuDelivery(payuFields).body.replace('99.00', '1.00') }),
+  },
+  {
+    name: 'PayU: no hash field',
+    status: 401,
+    error: 'invalid_signature',
+    request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(payuFields).toString() }),
+  },
   { name: 'PayU: text/plain body', status: 415, error: 'unsupported_media_type', request: () => ({ ...payuDelivery(payuFields), headers: { 'content-type': 'text/plain' } }) },
-  { name: 'PayU: malformed JSON', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/json' }, body: '{"mihpayid":' }) },
-  { name: 'PayU: form body that is not UTF-8', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x6b, 0x65, 0x79, 0x3d, 0xff, 0xfe]) }) },
+  {
+    name: 'PayU: malformed JSON',
+    status: 400,
+    error: 'malformed_body',
+    request: () => ({ provider: 'payu', headers: { 'content-type': 'application/json' }, body: '{"mihpayid":' }),
+  },
+  {
+    name: 'PayU: form body that is not UTF-8',
+    status: 400,
+    error: 'malformed_body',
+    request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x6b, 0x65, 0x79, 0x3d, 0xff, 0xfe]) }),
+  },
   { name: 'PayU: signed but no mihpayid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, mihpayid: '  ' }) },
-  { name: 'oversized body (2 MiB)', status: 413, error: 'payload_too_large', request: () => ({ ...validStripe(), body: `{"id":"evt_big","pad":"${'x'.repeat(2 * 1024 * 1024)}"}` }) },
+  {
+    name: 'oversized body (2 MiB)',
+    status: 413,
+    error: 'payload_too_large',
+    request: () => ({ ...validStripe(), body: `{"id":"evt_big","pad":"${'x'.repeat(2 * 1024 * 1024)}"}` }),
+  },
   { name: 'unknown provider', status: 404, error: 'unknown_provider', request: () => ({ ...validStripe(), path: '/webhooks/paypal' }) },
 ];
 
@@ -91,7 +158,10 @@ for (const backend of STORE_BACKENDS) {
 
     test('the server says at start which providers are not configured', () => {
       const warnings = logLines.filter((line) => line.level === 40).map((line) => line.msg);
-      assert.ok(warnings.some((msg) => msg.includes('razorpay is not configured (set RAZORPAY_WEBHOOK_SECRET)')), warnings.join('\n'));
+      assert.ok(
+        warnings.some((msg) => msg.includes('razorpay is not configured (set RAZORPAY_WEBHOOK_SECRET)')),
+        warnings.join('\n'),
+      );
       assert.ok(warnings.some((msg) => msg.includes('payu is not configured')));
       assert.ok(!warnings.some((msg) => msg.includes('stripe is not configured')));
     });

@@ -50,7 +50,11 @@ for (const backend of STORE_BACKENDS) {
     }
 
     async function post(delivery: SignedDelivery, headers: Record<string, string> = {}) {
-      signatures.push(...Object.entries(delivery.headers).filter(([name]) => name.endsWith('signature')).map(([, value]) => value.replace(/^t=\d+,v1=/, '')));
+      signatures.push(
+        ...Object.entries(delivery.headers)
+          .filter(([name]) => name.endsWith('signature'))
+          .map(([, value]) => value.replace(/^t=\d+,v1=/, '')),
+      );
       signatures.push(...[...delivery.body.matchAll(/hash=([0-9a-f]+)/g)].map((m) => m[1]!));
       const response = await fetch(`${harness.url}/webhooks/${delivery.provider}`, { method: 'POST', headers: { ...delivery.headers, ...headers }, body: delivery.body });
       return { status: response.status, requestId: response.headers.get('x-request-id'), body: (await response.json()) as Record<string, unknown> };
@@ -100,7 +104,11 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(delta(afterValid, afterRefusals, ...deliveries('bad_request')), 1);
       assert.equal(delta(afterValid, afterRefusals, ...deliveries('accepted')), 0);
       assert.equal(delta(afterValid, afterRefusals, 'webhook_inbox_ack_duration_seconds_count', { provider: 'stripe' }), 1, 'the duplicate was acknowledged');
-      assert.equal(delta(afterValid, afterRefusals, 'webhook_inbox_processing_attempts_total', { provider: 'stripe', result: 'processed' }), 0, 'a duplicate is not processed again');
+      assert.equal(
+        delta(afterValid, afterRefusals, 'webhook_inbox_processing_attempts_total', { provider: 'stripe', result: 'processed' }),
+        0,
+        'a duplicate is not processed again',
+      );
 
       // A late "created" for a captured payment: recorded, processed, ignored as stale.
       assert.equal((await post(stripeDelivery(stripeEvent('evt_obs_late', 'payment_intent.created', 'pi_obs_1')))).status, 200);
@@ -141,7 +149,17 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('no log line contains a secret, a signature or a payload; each delivery and attempt has its fields', async () => {
-      const payu = { mihpayid: '8800001', status: 'success', txnid: 'T8800001', amount: '10.00', productinfo: PAYLOAD_CANARY, firstname: 'Asha', email: 'asha@example.com', udf1: 'u_obs', udf2: 'c_obs' };
+      const payu = {
+        mihpayid: '8800001',
+        status: 'success',
+        txnid: 'T8800001',
+        amount: '10.00',
+        productinfo: PAYLOAD_CANARY,
+        firstname: 'Asha',
+        email: 'asha@example.com',
+        udf1: 'u_obs',
+        udf2: 'c_obs',
+      };
       assert.equal((await post(payuDelivery(payu))).status, 200);
       const tampered = payuDelivery({ ...payu, mihpayid: '8800002' });
       assert.equal((await post({ ...tampered, body: tampered.body.replace('10.00', '1.00') })).status, 401);

@@ -98,7 +98,9 @@ for (const backend of STORE_BACKENDS) {
       const queueDown = await readyz(harness);
       assert.equal(queueDown.status, 503);
       assert.deepEqual(
-        Object.entries(queueDown.body.checks).filter(([, check]) => !check.ok).map(([name, check]) => [name, check.error]),
+        Object.entries(queueDown.body.checks)
+          .filter(([, check]) => !check.ok)
+          .map(([name, check]) => [name, check.error]),
         [['queue', 'redis: connection refused']],
       );
       queueUp = true;

@@ -66,7 +66,11 @@ for (const backend of STORE_BACKENDS) {
     let dir: string;
     let originals: Map<number, Selectable<WebhookEventsTable>>;
     const stripeEvent = stripePaymentEvent('evt_archived_1', 'payment_intent.succeeded', 'pi_archived_1', { userId: 'u_arch', courseId: 'c_arch' });
-    const razorpayEvent = { entity: 'event', event: 'payment.captured', payload: { payment: { entity: { id: 'pay_archived_1', amount: 49900, currency: 'INR', status: 'captured', notes: { user_id: 'u_arch_rzp', course_id: 'c_arch' } } } } };
+    const razorpayEvent = {
+      entity: 'event',
+      event: 'payment.captured',
+      payload: { payment: { entity: { id: 'pay_archived_1', amount: 49900, currency: 'INR', status: 'captured', notes: { user_id: 'u_arch_rzp', course_id: 'c_arch' } } } },
+    };
 
     before(async () => {
       db = databases.roundTrip as TestDatabase;
@@ -84,11 +88,24 @@ for (const backend of STORE_BACKENDS) {
       const deliveries = [
         stripeDelivery(stripeEvent),
         razorpayDelivery(razorpayEvent, 'rzp_evt_archived_1'),
-        payuDelivery({ mihpayid: '90000000001', status: 'success', txnid: 'txn_arch', amount: '499.00', productinfo: 'Course', firstname: 'Asha', email: 'asha@example.com', udf1: 'u_arch_payu', udf2: 'c_arch' }),
+        payuDelivery({
+          mihpayid: '90000000001',
+          status: 'success',
+          txnid: 'txn_arch',
+          amount: '499.00',
+          productinfo: 'Course',
+          firstname: 'Asha',
+          email: 'asha@example.com',
+          udf1: 'u_arch_payu',
+          udf2: 'c_arch',
+        }),
       ];
       for (const delivery of deliveries) assert.equal((await service.post(delivery)).status, 200);
       await service.waitUntilProcessed(3);
-      await service.db.updateTable('webhook_events').set({ created_at: daysAgo(95) }).execute();
+      await service.db
+        .updateTable('webhook_events')
+        .set({ created_at: daysAgo(95) })
+        .execute();
 
       await seedEvents(
         service.db,
@@ -113,7 +130,9 @@ for (const backend of STORE_BACKENDS) {
       const report = await new Archiver(service.db, service.clock).runOnce({ dir, olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
       assert.equal(report.archived, 93);
       assert.equal(report.kept, 0);
-      console.log(`archived ${report.archived} events into ${report.parts.length} files in ${report.elapsedMs} ms (${Math.round((report.archived * 1000) / Math.max(1, report.elapsedMs))} events/s)`);
+      console.log(
+        `archived ${report.archived} events into ${report.parts.length} files in ${report.elapsedMs} ms (${Math.round((report.archived * 1000) / Math.max(1, report.elapsedMs))} events/s)`,
+      );
 
       const left = await allRows(service);
       assert.deepEqual(left.map((r) => r.event_id).sort(), ['evt_old_failed', 'evt_recent']);
@@ -121,7 +140,10 @@ for (const backend of STORE_BACKENDS) {
 
       const manifest = await loadManifest(dir, { create: false });
       assert.ok(manifest.parts.every((p) => p.state === 'complete' && p.kept === 0 && p.file.startsWith(`${p.day}.`) && p.events <= 25));
-      assert.equal(manifest.parts.reduce((n, p) => n + p.events, 0), 93);
+      assert.equal(
+        manifest.parts.reduce((n, p) => n + p.events, 0),
+        93,
+      );
       assert.equal(new Set(manifest.parts.map((p) => p.day)).size, 4, 'one series of files per day');
       assert.deepEqual((await readdir(dir)).filter((f) => f.endsWith('.gz')).sort(), manifest.parts.map((p) => p.file).sort());
 
@@ -149,9 +171,18 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('search finds by event, payment and day without restoring', async () => {
-      assert.deepEqual((await searchArchive(dir, { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id), ['evt_archived_1']);
-      assert.deepEqual((await searchArchive(dir, { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id), ['rzp_evt_archived_1']);
-      assert.deepEqual((await searchArchive(dir, { payment: '90000000001' }, providers)).map((m) => m.event.event_id), ['90000000001:success']);
+      assert.deepEqual(
+        (await searchArchive(dir, { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id),
+        ['evt_archived_1'],
+      );
+      assert.deepEqual(
+        (await searchArchive(dir, { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id),
+        ['rzp_evt_archived_1'],
+      );
+      assert.deepEqual(
+        (await searchArchive(dir, { payment: '90000000001' }, providers)).map((m) => m.event.event_id),
+        ['90000000001:success'],
+      );
       const day = (await loadManifest(dir, { create: false })).parts.find((p) => p.events === 25)!.day;
       assert.equal((await searchArchive(dir, { day }, providers)).length, 30);
       assert.equal((await service.allCounts()).webhook_events, 2, 'nothing restored');
@@ -172,15 +203,16 @@ for (const backend of STORE_BACKENDS) {
     });
 
     // The commands' wiring is the same over both stores: checked once.
-    if (backend === 'mysql') test('the CLI: archive search and restore', async () => {
-      const env = { DATABASE_URL: db.url };
-      const search = await cli(['archive', 'search', '--from', dir, '--payment', 'pi_archived_1'], env);
-      assert.equal(search.code, 0, search.output);
-      assert.match(search.output, /evt_archived_1 +payment_intent\.succeeded/);
-      const restore = await cli(['restore', '--from', dir, '--event', 'evt_seed_1', '--payment', 'pi_x'], env);
-      assert.equal(restore.code, 2, 'one query at a time');
-      assert.match(restore.output, /option '--event <id>' cannot be used with option '--payment <id>'/);
-    });
+    if (backend === 'mysql')
+      test('the CLI: archive search and restore', async () => {
+        const env = { DATABASE_URL: db.url };
+        const search = await cli(['archive', 'search', '--from', dir, '--payment', 'pi_archived_1'], env);
+        assert.equal(search.code, 0, search.output);
+        assert.match(search.output, /evt_archived_1 +payment_intent\.succeeded/);
+        const restore = await cli(['restore', '--from', dir, '--event', 'evt_seed_1', '--payment', 'pi_x'], env);
+        assert.equal(restore.code, 2, 'one query at a time');
+        assert.match(restore.output, /option '--event <id>' cannot be used with option '--payment <id>'/);
+      });
   });
 
   describe(`an archive run killed mid-way (${backend})`, { skip: 'skip' in databases.interrupted && databases.interrupted.skip }, () => {
@@ -214,10 +246,14 @@ for (const backend of STORE_BACKENDS) {
       const args = ['archive', '--older-than', '90d', '--to', dir, '--events-per-file', '100', '--batch-size', '20'];
 
       const first = runCli(args, env);
-      await waitFor('the first files in the manifest', async () => {
-        const text = await readFile(join(dir, 'manifest.json'), 'utf8').catch(() => '{"parts":[]}');
-        return (JSON.parse(text) as { parts: unknown[] }).parts.length >= 3;
-      }, 30_000);
+      await waitFor(
+        'the first files in the manifest',
+        async () => {
+          const text = await readFile(join(dir, 'manifest.json'), 'utf8').catch(() => '{"parts":[]}');
+          return (JSON.parse(text) as { parts: unknown[] }).parts.length >= 3;
+        },
+        30_000,
+      );
       first.kill('SIGKILL');
       await exitOf(first);
       assert.equal(first.signalCode, 'SIGKILL');

@@ -58,7 +58,9 @@ for (const backend of STORE_BACKENDS) {
 
     test('failed events: a dry run changes nothing and names the payment change', async () => {
       for (let i = 0; i < EVENTS; i++) {
-        const response = await service.post(stripeDelivery(stripePaymentEvent(`evt_replay_${i}`, 'payment_intent.succeeded', `pi_replay_${i}`, { userId: `u_replay_${i}`, courseId: 'c_replay' })));
+        const response = await service.post(
+          stripeDelivery(stripePaymentEvent(`evt_replay_${i}`, 'payment_intent.succeeded', `pi_replay_${i}`, { userId: `u_replay_${i}`, courseId: 'c_replay' })),
+        );
         assert.equal(response.status, 200);
       }
       await service.waitFor('every event failed', async () => (await service.countRows('webhook_events', 'failed')) === EVENTS);
@@ -82,13 +84,18 @@ for (const backend of STORE_BACKENDS) {
       state.failing = false;
       const selection = { kind: 'filter', filter: { status: 'failed', limit: 100 } } as const;
       const started = performance.now();
-      const reports = await Promise.all(operators.map((inbox, i) => replayerOf(inbox).runOnce(selection, { dryRun: false, actor: `operator_${i}`, reason: 'fulfilment backend is back' })));
+      const reports = await Promise.all(
+        operators.map((inbox, i) => replayerOf(inbox).runOnce(selection, { dryRun: false, actor: `operator_${i}`, reason: 'fulfilment backend is back' })),
+      );
       const elapsed = performance.now() - started;
 
       assert.equal(state.captured, EVENTS, 'capture effects ran once per event');
       const processedByReplays = reports.reduce((n, r) => n + r.counts.processed, 0);
       assert.ok(processedByReplays <= EVENTS);
-      assert.equal(reports.reduce((n, r) => n + r.counts.failed, 0), 0);
+      assert.equal(
+        reports.reduce((n, r) => n + r.counts.failed, 0),
+        0,
+      );
       await service.waitFor('every event processed', async () => (await service.countRows('webhook_events', 'processed')) === EVENTS);
       for (let i = 0; i < EVENTS; i++) {
         assert.deepEqual(await paymentEffects(service.db, `pi_replay_${i}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
@@ -114,7 +121,11 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('an event under a live lease is not touched', async () => {
-      await service.db.updateTable('webhook_events').set({ status: 'processing', lease_owner: 'other-worker', lease_token: 'live', lease_expires_at: '2999-01-01 00:00:00.000' }).where('event_id', '=', 'evt_replay_1').execute();
+      await service.db
+        .updateTable('webhook_events')
+        .set({ status: 'processing', lease_owner: 'other-worker', lease_token: 'live', lease_expires_at: '2999-01-01 00:00:00.000' })
+        .where('event_id', '=', 'evt_replay_1')
+        .execute();
       const report = await replayerOf(operators[0]!).runOnce({ kind: 'events', refs: ['evt_replay_1'] }, { dryRun: false, actor: 'tester', reason: 'check' });
       assert.equal(report.items[0]!.result, 'skipped');
       assert.match(report.items[0]!.detail ?? '', /^leased by other-worker until 2999-01-01/);
@@ -123,23 +134,24 @@ for (const backend of STORE_BACKENDS) {
     });
 
     // The commands are the same over both stores; their wiring is checked once.
-    if (backend === 'mysql') test('the CLI: events show, replay --dry-run, replay --reason', async () => {
-      const env = { DATABASE_URL: db.url, STRIPE_WEBHOOK_SECRET: 'whsec_unused' };
-      const show = await cli(['events', 'show', 'evt_replay_0', '--json'], env);
-      assert.equal(show.code, 0, show.output);
-      const detail = JSON.parse(show.output) as { status: string; payload: string; replays: Array<{ actor: string }> };
-      assert.equal(detail.status, 'processed');
-      assert.equal((JSON.parse(detail.payload) as { id: string }).id, 'evt_replay_0');
-      assert.ok(detail.replays.some((r) => r.actor === 'tester'));
+    if (backend === 'mysql')
+      test('the CLI: events show, replay --dry-run, replay --reason', async () => {
+        const env = { DATABASE_URL: db.url, STRIPE_WEBHOOK_SECRET: 'whsec_unused' };
+        const show = await cli(['events', 'show', 'evt_replay_0', '--json'], env);
+        assert.equal(show.code, 0, show.output);
+        const detail = JSON.parse(show.output) as { status: string; payload: string; replays: Array<{ actor: string }> };
+        assert.equal(detail.status, 'processed');
+        assert.equal((JSON.parse(detail.payload) as { id: string }).id, 'evt_replay_0');
+        assert.ok(detail.replays.some((r) => r.actor === 'tester'));
 
-      const dry = await cli(['replay', 'evt_replay_2', '--dry-run'], env);
-      assert.equal(dry.code, 0, dry.output);
-      assert.match(dry.output, /payment pi_replay_2: stays captured \(event reports captured\) +would replay/);
+        const dry = await cli(['replay', 'evt_replay_2', '--dry-run'], env);
+        assert.equal(dry.code, 0, dry.output);
+        assert.match(dry.output, /payment pi_replay_2: stays captured \(event reports captured\) +would replay/);
 
-      const replayed = await cli(['replay', 'evt_replay_2', '--reason', 'cli check', '--actor', 'cli-tester', '--json'], env);
-      assert.equal(replayed.code, 0, replayed.output);
-      assert.equal((JSON.parse(replayed.output) as { counts: { processed: number } }).counts.processed, 1);
-    });
+        const replayed = await cli(['replay', 'evt_replay_2', '--reason', 'cli check', '--actor', 'cli-tester', '--json'], env);
+        assert.equal(replayed.code, 0, replayed.output);
+        assert.equal((JSON.parse(replayed.output) as { counts: { processed: number } }).counts.processed, 1);
+      });
 
     test('events are listed by filter; unknown events and missing reasons are clear errors', async () => {
       const db = operators[0]!.store.db;

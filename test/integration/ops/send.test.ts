@@ -59,5 +59,4 @@ describe('send: simulated provider deliveries against a running inbox', { skip: 
     assert.equal(wrongSecret.code, 1, wrongSecret.output);
     assert.match(wrongSecret.output, /401 invalid_signature +1/);
   });
-
 });

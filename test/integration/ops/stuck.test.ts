@@ -64,24 +64,25 @@ for (const backend of STORE_BACKENDS) {
     });
 
     // The command's wiring is the same over both stores: checked once.
-    if (backend === 'mysql') test('the command exits 1 when anything is found, and --alert posts a Slack-compatible summary', async () => {
-      const json = await cli(['stuck', '--older-than', '30m', '--json'], env);
-      assert.equal(json.code, 1, json.output);
-      assert.equal((JSON.parse(json.output) as { total: number }).total, 3);
+    if (backend === 'mysql')
+      test('the command exits 1 when anything is found, and --alert posts a Slack-compatible summary', async () => {
+        const json = await cli(['stuck', '--older-than', '30m', '--json'], env);
+        assert.equal(json.code, 1, json.output);
+        assert.equal((JSON.parse(json.output) as { total: number }).total, 3);
 
-      const alerted = await cli(['stuck', '--alert'], { ...env, ALERT_WEBHOOK_URL: sink.url });
-      assert.equal(alerted.code, 1, alerted.output);
-      assert.match(alerted.output, /alert sent/);
-      assert.equal(sink.bodies.length, 1);
-      const body = sink.bodies[0] as { text: string; blocks: Array<{ type: string; text: { text: string } }> };
-      assert.match(body.text, /3 stuck events: 1 processing with an expired lease, 1 failed, 1 received and never processed for over 30m/);
-      assert.equal(body.blocks[0]?.type, 'section');
-      assert.match(body.blocks[1]!.text.text, /failed stripe evt_failed \(payment_intent\.succeeded\), attempts 10 — Error: fulfilment backend down/);
+        const alerted = await cli(['stuck', '--alert'], { ...env, ALERT_WEBHOOK_URL: sink.url });
+        assert.equal(alerted.code, 1, alerted.output);
+        assert.match(alerted.output, /alert sent/);
+        assert.equal(sink.bodies.length, 1);
+        const body = sink.bodies[0] as { text: string; blocks: Array<{ type: string; text: { text: string } }> };
+        assert.match(body.text, /3 stuck events: 1 processing with an expired lease, 1 failed, 1 received and never processed for over 30m/);
+        assert.equal(body.blocks[0]?.type, 'section');
+        assert.match(body.blocks[1]!.text.text, /failed stripe evt_failed \(payment_intent\.succeeded\), attempts 10 — Error: fulfilment backend down/);
 
-      const noUrl = await cli(['stuck', '--alert'], env);
-      assert.equal(noUrl.code, 2);
-      assert.match(noUrl.output, /--alert needs ALERT_WEBHOOK_URL/);
-    });
+        const noUrl = await cli(['stuck', '--alert'], env);
+        assert.equal(noUrl.code, 2);
+        assert.match(noUrl.output, /--alert needs ALERT_WEBHOOK_URL/);
+      });
 
     test('the service runs the check on its cron schedule and alerts', async () => {
       const before = sink.bodies.length;

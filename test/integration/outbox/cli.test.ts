@@ -23,7 +23,11 @@ test('webhook-inbox outbox retry needs exactly one of an id or --status (usage e
 async function outboxCommand(databaseUrl: string, ...args: string[]): Promise<string> {
   const lines: string[] = [];
   const program = new Command().exitOverride().configureOutput({ writeErr: () => undefined });
-  registerOutboxCommand(program, () => testConfig(databaseUrl), (line) => lines.push(line));
+  registerOutboxCommand(
+    program,
+    () => testConfig(databaseUrl),
+    (line) => lines.push(line),
+  );
   await program.parseAsync(['outbox', ...args], { from: 'user' });
   return lines.join('\n');
 }
@@ -40,7 +44,10 @@ for (const backend of STORE_BACKENDS) {
     /** A row finished the way a dispatcher would have left it. */
     async function row(key: string, status: OutboxStatus, detail: string): Promise<void> {
       const now = toDbTime(systemClock.now());
-      await store.db.insertInto('outbox').values({ idempotency_key: key, kind: 'fulfilment', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now }).execute();
+      await store.db
+        .insertInto('outbox')
+        .values({ idempotency_key: key, kind: 'fulfilment', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
+        .execute();
       const { lease } = (await outbox.claim((await outbox.dueIds(10))[0]!, 'test', 30_000))!;
       if (status === 'failed') await outbox.fail(lease, detail, null);
       else await outbox.finish(lease, status as 'sent' | 'skipped', detail);

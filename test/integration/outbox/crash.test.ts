@@ -92,7 +92,11 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(counts.sent, 2, JSON.stringify(counts));
 
       const fulfilmentKey = `fulfilment:stripe:${PAYMENT_ID}`;
-      assert.deepEqual(fulfilment.calls.map((c) => c.key), [fulfilmentKey, fulfilmentKey], 'the retry reused the key');
+      assert.deepEqual(
+        fulfilment.calls.map((c) => c.key),
+        [fulfilmentKey, fulfilmentKey],
+        'the retry reused the key',
+      );
       assert.equal(fulfilment.distinctKeys().size, 1, 'one distinct key per payment');
       const messageIds = smtp.accepted.map((m) => m.messageId);
       assert.equal(messageIds.length, 2);

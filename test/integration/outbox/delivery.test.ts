@@ -121,7 +121,10 @@ for (const backend of STORE_BACKENDS) {
 
       const calls = callsFor('pi_ful_');
       const keys = new Set(calls.map((c) => c.key));
-      assert.deepEqual([...keys].sort(), payments.map((p) => `fulfilment:stripe:${p}`));
+      assert.deepEqual(
+        [...keys].sort(),
+        payments.map((p) => `fulfilment:stripe:${p}`),
+      );
       assert.equal(calls.length, payments.length + failures.length, 'each failed call was retried once');
       for (const call of calls) {
         assert.equal(call.body.idempotencyKey, call.key);
@@ -131,9 +134,15 @@ for (const backend of STORE_BACKENDS) {
       }
       for (const key of keys) assert.ok(fulfilment.done.has(key!), `${key} fulfilled`);
       const rows = (await Promise.all(payments.map(rowsOf))).flat().filter((row) => row.kind === 'fulfilment');
-      assert.equal(rows.reduce((sum, row) => sum + row.attempts, 0), calls.length, 'one attempt per call');
+      assert.equal(
+        rows.reduce((sum, row) => sum + row.attempts, 0),
+        calls.length,
+        'one attempt per call',
+      );
       assert.equal(rows.filter((row) => row.outcome?.startsWith('already done: HTTP 409')).length, 1, 'the timed-out call had done the work: 409 on retry');
-      console.log(`${backend}: fulfilment saw ${calls.length} calls for ${payments.length} payments (${failures.length} failed or timed out and were retried), ${keys.size} distinct keys`);
+      console.log(
+        `${backend}: fulfilment saw ${calls.length} calls for ${payments.length} payments (${failures.length} failed or timed out and were retried), ${keys.size} distinct keys`,
+      );
     });
 
     test('a refund after capture sends no second receipt and a separately keyed cancellation, after the fulfilment', async () => {
@@ -157,12 +166,18 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(cancels[0]!.key, `fulfilment-cancel:stripe:${paymentId}`);
       assert.notEqual(cancels[0]!.key, calls[lastFulfil]!.key);
       assert.equal(smtp.accepted.filter((m) => m.to === `${paymentId}@buyers.example`).length, 1, 'no second receipt');
-      assert.deepEqual((await rowsOf(paymentId)).map((row) => row.kind), ['receipt_email', 'fulfilment', 'fulfilment_cancellation']);
+      assert.deepEqual(
+        (await rowsOf(paymentId)).map((row) => row.kind),
+        ['receipt_email', 'fulfilment', 'fulfilment_cancellation'],
+      );
     });
 
     test('another 4xx is a permanent failure recorded with the response; an operator retry sends the same key again', async () => {
       const paymentId = 'pi_rejected';
-      fulfilment.script = (call) => (call.body.paymentId === paymentId && fulfilment.calls.filter((c) => c.body.paymentId === paymentId).length === 1 ? { status: 422, body: { error: 'unknown course' } } : undefined);
+      fulfilment.script = (call) =>
+        call.body.paymentId === paymentId && fulfilment.calls.filter((c) => c.body.paymentId === paymentId).length === 1
+          ? { status: 422, body: { error: 'unknown course' } }
+          : undefined;
       await server.post(capture('evt_rejected', paymentId, { courseId: 'retired-course' }));
       await waitFor('the fulfilment failed', async () => (await rowsOf(paymentId)).some((row) => row.kind === 'fulfilment' && row.status === 'failed'));
       const failed = (await rowsOf(paymentId)).find((row) => row.kind === 'fulfilment')!;
@@ -174,13 +189,19 @@ for (const backend of STORE_BACKENDS) {
 
       assert.equal(await outbox.retry({ id: failed.id }), 1);
       await waitForRows('sent after the operator retry', [paymentId], 2);
-      assert.deepEqual(callsFor(paymentId).map((c) => c.key), [`fulfilment:stripe:${paymentId}`, `fulfilment:stripe:${paymentId}`]);
+      assert.deepEqual(
+        callsFor(paymentId).map((c) => c.key),
+        [`fulfilment:stripe:${paymentId}`, `fulfilment:stripe:${paymentId}`],
+      );
     });
 
     test('a receipt for a payment without an e-mail address is skipped, saying why', async () => {
       const now = toDbTime(server.clock.now());
       const payload = JSON.stringify({ provider: 'stripe', paymentId: 'pi_no_email', courseId: 'rust-101', amount: 4900, currency: 'USD', email: null });
-      await server.db.insertInto('outbox').values({ idempotency_key: 'receipt:stripe:pi_no_email', kind: 'receipt_email', payload, status: 'pending', attempts: 0, next_attempt_at: now, created_at: now }).execute();
+      await server.db
+        .insertInto('outbox')
+        .values({ idempotency_key: 'receipt:stripe:pi_no_email', kind: 'receipt_email', payload, status: 'pending', attempts: 0, next_attempt_at: now, created_at: now })
+        .execute();
       await waitForRows('the receipt skipped', ['pi_no_email'], 1, 'skipped');
       assert.equal((await rowsOf('pi_no_email'))[0]!.outcome, 'skipped: the payment has no customer e-mail address');
     });
@@ -206,7 +227,10 @@ for (const backend of STORE_BACKENDS) {
           })),
         )
         .execute();
-      await waitFor('bench rows sent', async () => (await server.db.selectFrom('outbox').select('id').where('idempotency_key', 'like', 'bench:%').where('status', '=', 'sent').execute()).length === rows);
+      await waitFor(
+        'bench rows sent',
+        async () => (await server.db.selectFrom('outbox').select('id').where('idempotency_key', 'like', 'bench:%').where('status', '=', 'sent').execute()).length === rows,
+      );
       const seconds = (performance.now() - started) / 1000;
       assert.equal(smtp.accepted.length - before.mails + fulfilment.calls.length - before.calls, rows, 'one delivery per row');
       console.log(`${backend}: dispatcher delivered ${rows} rows (SMTP + HTTP, concurrency 4) in ${seconds.toFixed(2)} s = ${(rows / seconds).toFixed(0)} deliveries/s`);
@@ -233,7 +257,10 @@ for (const backend of STORE_BACKENDS) {
       const skippedLines = () => lines().filter((line) => line.msg === 'outbox message skipped');
       await server.post(capture('evt_skip', 'pi_skip'));
       // A row's line is written once its "skipped" update has committed, so the test waits for both.
-      await waitFor('both rows skipped and logged', async () => (await server.db.selectFrom('outbox').select('status').where('status', '=', 'skipped').execute()).length === 2 && skippedLines().length === 2);
+      await waitFor(
+        'both rows skipped and logged',
+        async () => (await server.db.selectFrom('outbox').select('status').where('status', '=', 'skipped').execute()).length === 2 && skippedLines().length === 2,
+      );
       const rows = await server.db.selectFrom('outbox').select(['kind', 'outcome']).orderBy('kind').execute();
       assert.deepEqual(rows, [
         { kind: 'fulfilment', outcome: 'skipped: FULFILLMENT_URL is not set' },
@@ -259,11 +286,24 @@ for (const backend of STORE_BACKENDS) {
         .values([
           { idempotency_key: 'mystery:1', kind: 'mystery', payload: '{}', status: 'pending', attempts: 0, next_attempt_at: toDbTime(now), created_at: toDbTime(now) },
           // Leased MAX_ATTEMPTS times already, by dispatchers that died before any verdict.
-          { idempotency_key: 'fulfilment:stripe:pi_doomed', kind: 'fulfilment', payload: '{}', status: 'sending', attempts: maxAttempts, next_attempt_at: toDbTime(new Date(now.getTime() - 1)), created_at: toDbTime(now) },
+          {
+            idempotency_key: 'fulfilment:stripe:pi_doomed',
+            kind: 'fulfilment',
+            payload: '{}',
+            status: 'sending',
+            attempts: maxAttempts,
+            next_attempt_at: toDbTime(new Date(now.getTime() - 1)),
+            created_at: toDbTime(now),
+          },
         ])
         .execute();
       await waitFor('both rows failed', async () => (await server.db.selectFrom('outbox').select('id').where('status', '=', 'failed').execute()).length === 2);
-      const rows = await server.db.selectFrom('outbox').select(['idempotency_key', 'last_error', 'next_attempt_at']).where('status', '=', 'failed').orderBy('idempotency_key').execute();
+      const rows = await server.db
+        .selectFrom('outbox')
+        .select(['idempotency_key', 'last_error', 'next_attempt_at'])
+        .where('status', '=', 'failed')
+        .orderBy('idempotency_key')
+        .execute();
       assert.deepEqual(rows, [
         { idempotency_key: 'fulfilment:stripe:pi_doomed', last_error: `gave up after ${maxAttempts} attempts without completion`, next_attempt_at: null },
         { idempotency_key: 'mystery:1', last_error: 'no transport for outbox kind "mystery"', next_attempt_at: null },

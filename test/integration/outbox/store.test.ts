@@ -22,7 +22,16 @@ await describeEachStore('outbox store', (suite) => {
     const now = toDbTime(clock.now());
     await store.db
       .insertInto('outbox')
-      .values({ idempotency_key: key, kind: 'test', payload: JSON.stringify({ key }), status: 'pending', attempts: 0, next_attempt_at: now, created_at: now, depends_on_key: dependsOn })
+      .values({
+        idempotency_key: key,
+        kind: 'test',
+        payload: JSON.stringify({ key }),
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        created_at: now,
+        depends_on_key: dependsOn,
+      })
       .execute();
     return (await store.db.selectFrom('outbox').select('id').where('idempotency_key', '=', key).executeTakeFirstOrThrow()).id;
   }

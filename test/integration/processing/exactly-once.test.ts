@@ -54,7 +54,10 @@ for (const { backend, mode, database } of cases) {
       const responses = await Promise.all(Array.from({ length: 50 }, (_, i) => servers[i % 2]!.post(delivery)));
       const elapsed = performance.now() - started;
 
-      assert.ok(responses.every((r) => acceptable(r.status)), JSON.stringify(responses.map((r) => r.status)));
+      assert.ok(
+        responses.every((r) => acceptable(r.status)),
+        JSON.stringify(responses.map((r) => r.status)),
+      );
       assert.ok(responses.some((r) => r.status === 200));
       assert.equal(responses.filter((r) => r.body.outcome === 'recorded').length, 1, 'exactly one delivery recorded the event');
       await servers[0]!.waitFor('storm event processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', `evt_storm_${mode}`))?.status === 'processed');
@@ -81,7 +84,11 @@ for (const { backend, mode, database } of cases) {
         return states.every((s) => s?.status === 'processed');
       });
       assert.deepEqual(await paymentEffects(servers[0]!.db, paymentId), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
-      const outcomes = await servers[0]!.db.selectFrom('webhook_events').select('outcome').where('event_id', 'in', [`evt_pi_${mode}`, `evt_ch_${mode}`]).execute();
+      const outcomes = await servers[0]!.db
+        .selectFrom('webhook_events')
+        .select('outcome')
+        .where('event_id', 'in', [`evt_pi_${mode}`, `evt_ch_${mode}`])
+        .execute();
       assert.deepEqual(outcomes.map((o) => o.outcome).sort(), [`applied: payment ${paymentId} captured`, 'ignored: payment already captured']);
     });
 
@@ -107,7 +114,10 @@ for (const { backend, mode, database } of cases) {
         timestamp: Math.floor(servers[0]!.clock.now().getTime() / 1000),
       });
       const responses = await Promise.all([servers[0]!.post(again), servers[1]!.post(again)]);
-      assert.ok(responses.every((r) => acceptable(r.status)), JSON.stringify(responses));
+      assert.ok(
+        responses.every((r) => acceptable(r.status)),
+        JSON.stringify(responses),
+      );
       await servers[0]!.waitFor('retry processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', eventId))?.status === 'processed');
 
       const done = await servers[0]!.inbox.store.findEvent('stripe', eventId);

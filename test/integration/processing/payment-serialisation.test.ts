@@ -78,7 +78,10 @@ describe('events of one payment never run at the same time; different payments d
     }
     const leases = await servers[0]!.db.selectFrom('payment_leases').select(['payment_id', 'lease_token']).execute();
     assert.equal(leases.length, PAYMENTS, 'one lease row per payment');
-    assert.ok(leases.every((lease) => lease.lease_token === null), 'every payment lease released');
+    assert.ok(
+      leases.every((lease) => lease.lease_token === null),
+      'every payment lease released',
+    );
     assert.equal(await servers[0]!.countRows('webhook_events', 'failed'), 0);
   });
 
@@ -116,7 +119,10 @@ describe('inline mode: an event that waited for its payment is handed on at once
     assert.ok(Date.now() - started < 4000, `answered in ${Date.now() - started} ms, not after waiting for a sweep`);
     assert.equal(seen.perPayment, 1);
     const rows = await server.db.selectFrom('webhook_events').select('status').where('event_id', 'like', 'evt_inline_%').execute();
-    assert.deepEqual(rows.map((r) => r.status), LIFECYCLE.map(() => 'processed'));
+    assert.deepEqual(
+      rows.map((r) => r.status),
+      LIFECYCLE.map(() => 'processed'),
+    );
   });
 });
 
@@ -141,7 +147,10 @@ describe('inline mode: a duplicate waits for the attempt running in its process,
     };
     const delivery = stripeDelivery(stripePaymentEvent('evt_inline_duplicate', 'payment_intent.succeeded', 'pi_inline_duplicate', { userId: 'u_dup', courseId: 'c_dup' }));
     const responses = await Promise.all([server.post(delivery), server.post(delivery)]);
-    assert.deepEqual(responses.map((r) => r.status), [200, 200]);
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [200, 200],
+    );
     assert.equal(seen.attempts, 1);
     // Reading every 100 ms through the 600 ms attempt would be six reads.
     assert.ok(reads >= 1 && reads <= 2, `the waiting copy read the event ${reads} times`);

@@ -36,7 +36,8 @@ describe('the Redis Streams transport', { skip: unavailable && unavailable.skip 
     const recorder = createInbox(testConfig(db.url));
     await recorder.store.migrate();
     const ghost = captured('ghost');
-    ghostEventId = (await recorder.store.record(recorder.providers.verifier('stripe').verify({ headers: ghost.headers, body: Buffer.from(ghost.body), receivedAt: new Date() }))).id;
+    ghostEventId = (await recorder.store.record(recorder.providers.verifier('stripe').verify({ headers: ghost.headers, body: Buffer.from(ghost.body), receivedAt: new Date() })))
+      .id;
     await recorder.store.close();
     await client.xgroup('CREATE', stream.stream, GROUP, '0', 'MKSTREAM');
     await client.xadd(stream.stream, '*', 'event', String(ghostEventId));
@@ -62,8 +63,8 @@ describe('the Redis Streams transport', { skip: unavailable && unavailable.skip 
     });
   });
 
-  test("an entry left pending by a dead consumer is claimed after the lease and acknowledged", async () => {
-    await harness.waitFor('the ghost entry to be taken over', async () => ((await client.xpending(stream.stream, GROUP, '-', '+', 10, 'ghost'))).length === 0);
+  test('an entry left pending by a dead consumer is claimed after the lease and acknowledged', async () => {
+    await harness.waitFor('the ghost entry to be taken over', async () => (await client.xpending(stream.stream, GROUP, '-', '+', 10, 'ghost')).length === 0);
     await harness.waitFor('the ghost event processed', async () => (await harness.inbox.store.eventState(ghostEventId))?.status === 'processed');
     assert.equal((await stream.group())?.pending, 0);
     assert.equal((await harness.inbox.store.eventState(ghostEventId))?.attempts, 1);

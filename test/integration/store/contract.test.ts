@@ -61,7 +61,14 @@ await describeEachStore('store contract', (suite) => {
     const first = await store.record(verified('evt_archived'));
     await store.db
       .insertInto('archived_event_keys')
-      .values({ provider: 'stripe', event_id: 'evt_archived', event_row_id: first.id, event_created_at: toDbTime(clock.now()), archive_file: 'f.jsonl.gz', archived_at: toDbTime(clock.now()) })
+      .values({
+        provider: 'stripe',
+        event_id: 'evt_archived',
+        event_row_id: first.id,
+        event_created_at: toDbTime(clock.now()),
+        archive_file: 'f.jsonl.gz',
+        archived_at: toDbTime(clock.now()),
+      })
       .execute();
     await store.db.deleteFrom('webhook_events').where('id', '=', first.id).execute();
     assert.deepEqual(await store.record(verified('evt_archived')), { outcome: 'duplicate', id: first.id, status: 'processed' });
@@ -109,7 +116,20 @@ await describeEachStore('store contract', (suite) => {
 
     await assert.rejects(
       store.completeFenced(first.lease, async (tx) => {
-        await tx.insertInto('orders').values({ provider: 'stripe', payment_id: 'pi_stale', user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: toDbTime(clock.now()), updated_at: toDbTime(clock.now()) }).execute();
+        await tx
+          .insertInto('orders')
+          .values({
+            provider: 'stripe',
+            payment_id: 'pi_stale',
+            user_id: null,
+            course_id: null,
+            amount: null,
+            currency: null,
+            status: 'paid',
+            created_at: toDbTime(clock.now()),
+            updated_at: toDbTime(clock.now()),
+          })
+          .execute();
         return 'stale';
       }),
       LeaseLostError,
@@ -171,7 +191,11 @@ await describeEachStore('store contract', (suite) => {
     const due = await store.dueEventIds(1000);
     const positions = ids.map((id) => due.indexOf(id));
     assert.ok(positions.every((p) => p >= 0));
-    assert.deepEqual([...positions].sort((a, b) => a - b), positions, 'in the order they became due');
+    assert.deepEqual(
+      [...positions].sort((a, b) => a - b),
+      positions,
+      'in the order they became due',
+    );
     assert.equal((await store.dueEventIds(2)).length, 2);
   });
 
@@ -180,16 +204,40 @@ await describeEachStore('store contract', (suite) => {
     for (let round = 0; round < 3; round++) {
       await store.db.transaction().execute(async (tx) => {
         const batch = new TransactionBatch([]);
-        const change = await advancePayment(tx, 'stripe', paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR', email: 'b@example.com' }), toDbTime(clock.now()), batch);
+        const change = await advancePayment(
+          tx,
+          'stripe',
+          paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR', email: 'b@example.com' }),
+          toDbTime(clock.now()),
+          batch,
+        );
         for (const handler of coursePlatform.captured!) {
-          await handler({ tx, payment: change.payment, event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() }, now: toDbTime(clock.now()), signal: new AbortController().signal, batch });
+          await handler({
+            tx,
+            payment: change.payment,
+            event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() },
+            now: toDbTime(clock.now()),
+            signal: new AbortController().signal,
+            batch,
+          });
         }
         await batch.writeDeferred(tx);
       });
     }
     assert.deepEqual(await paymentEffects(store.db, 'pi_business'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
     await assert.rejects(
-      store.db.insertInto('enrollments').values({ user_id: 'u_b', course_id: 'c_b', status: 'active', provider: 'razorpay', payment_id: 'pay_other', created_at: toDbTime(clock.now()), updated_at: toDbTime(clock.now()) }).execute(),
+      store.db
+        .insertInto('enrollments')
+        .values({
+          user_id: 'u_b',
+          course_id: 'c_b',
+          status: 'active',
+          provider: 'razorpay',
+          payment_id: 'pay_other',
+          created_at: toDbTime(clock.now()),
+          updated_at: toDbTime(clock.now()),
+        })
+        .execute(),
       'the unique key itself refuses a second enrollment of one user in one course',
     );
   });

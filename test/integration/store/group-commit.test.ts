@@ -60,7 +60,10 @@ await describeEachStore('group commit', (suite) => {
 
   test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
     const now = toDbTime(clock.now());
-    await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
+    await store.db
+      .insertInto('archived_event_keys')
+      .values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now })
+      .execute();
     const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
     assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
     assert.deepEqual(results[2], results[0]);
@@ -98,7 +101,10 @@ await describeEachStore('group commit', (suite) => {
             const results = await Promise.all(Array.from({ length: 200 }, (_, i) => recording.record(verified(`gc_conn_${recordConnections}_${i}`))));
             assert.ok(results.every((r) => r.outcome === 'recorded'));
             // A closed store's connections may linger a moment in the process list; the store's own stay open.
-            const connected = async () => Number(((await server.query('select count(*) as n from information_schema.processlist where db = database() and id <> connection_id()'))[0] as Array<{ n: number }>)[0]!.n);
+            const connected = async () =>
+              Number(
+                ((await server.query('select count(*) as n from information_schema.processlist where db = database() and id <> connection_id()'))[0] as Array<{ n: number }>)[0]!.n,
+              );
             let count = await connected();
             for (let wait = 0; count !== recordConnections && wait < 20; wait++) {
               await new Promise((resolve) => setTimeout(resolve, 100));
@@ -135,7 +141,11 @@ await describeEachStore('group commit', (suite) => {
           assert.equal((await store.findEvent('razorpay', name))?.id, result.id, `${name}: the answer names its row`);
         }
         const dropped = await sql<{ event_id: string }>`select event_id from dropped_once order by event_id`.execute(store.db);
-        assert.deepEqual(dropped.rows.map((r) => r.event_id), ['dropped_alone', 'dropped_batch'], 'the first insert of each dropped_ event was dropped');
+        assert.deepEqual(
+          dropped.rows.map((r) => r.event_id),
+          ['dropped_alone', 'dropped_batch'],
+          'the first insert of each dropped_ event was dropped',
+        );
       } finally {
         await sql`drop trigger drop_first_insert`.execute(store.db);
         await sql`drop table dropped_once`.execute(store.db);
@@ -156,7 +166,17 @@ await describeEachStore('group commit', (suite) => {
       const tag = returning ? 'ret' : 'tx';
       const stored = await store.record(verified(`rb_${tag}_stored`));
       const now = toDbTime(clock.now());
-      await store.db.insertInto('archived_event_keys').values({ provider: 'razorpay', event_id: `rb_${tag}_archived`, event_row_id: 555_000 + Number(returning), event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now }).execute();
+      await store.db
+        .insertInto('archived_event_keys')
+        .values({
+          provider: 'razorpay',
+          event_id: `rb_${tag}_archived`,
+          event_row_id: 555_000 + Number(returning),
+          event_created_at: now,
+          archive_file: 'archive-1.jsonl.gz',
+          archived_at: now,
+        })
+        .execute();
       // Statements run, by kind: a plugin also sees the subqueries a statement is built from, so only those that return a result count.
       const statements: string[] = [];
       const kinds = new Map<unknown, string>();
@@ -168,13 +188,20 @@ await describeEachStore('group commit', (suite) => {
       const watched = store.db.withPlugin(counter);
       const insert = returning ? newEventsInsert(watched) : null;
       const results = await recordBatch(watched, requests(names), insert);
-      assert.deepEqual(results.map((r) => r?.outcome), ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate']);
+      assert.deepEqual(
+        results.map((r) => r?.outcome),
+        ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
+      );
       assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
       assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
       assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
       assert.equal(await store.findEvent('razorpay', `rb_${tag}_archived`), null, 'no row for an archived event');
       for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
-      assert.deepEqual(statements, returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'], 'one insert, and one read for the events it did not insert');
+      assert.deepEqual(
+        statements,
+        returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'],
+        'one insert, and one read for the events it did not insert',
+      );
 
       statements.length = 0;
       await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
@@ -197,7 +224,10 @@ await describeEachStore('group commit', (suite) => {
         const row = await store.findEvent('razorpay', name);
         const own = answers.filter((a) => a.name === name);
         assert.equal(own.filter((a) => a.outcome === 'recorded').length, 1, `${name} recorded once`);
-        assert.ok(own.every((a) => a.id === row?.id), `${name}: every answer names its one row`);
+        assert.ok(
+          own.every((a) => a.id === row?.id),
+          `${name}: every answer names its one row`,
+        );
       }
     });
   }
@@ -217,7 +247,10 @@ await describeEachStore('group commit', (suite) => {
     const stolen = { ...leases[2]!, token: 'not-the-token' };
     const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
       const now = toDbTime(clock.now());
-      await tx.insertInto('orders').values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now }).execute();
+      await tx
+        .insertInto('orders')
+        .values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now })
+        .execute();
       if (paymentId === 'pay_fails') throw new Error('handler failed');
       return `order ${paymentId}`;
     };
@@ -234,7 +267,10 @@ await describeEachStore('group commit', (suite) => {
     const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
     assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
     const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
-    assert.deepEqual(states.map((s) => s?.status), ['processed', 'processing', 'processing', 'processed']);
+    assert.deepEqual(
+      states.map((s) => s?.status),
+      ['processed', 'processing', 'processing', 'processed'],
+    );
   });
 
   /** The batch as a work sees it, with the statements of its deferred writes shown to `plugin` too. */
@@ -250,8 +286,36 @@ await describeEachStore('group commit', (suite) => {
 
   test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
     const now = toDbTime(clock.now());
-    await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_1', status: 'authorized', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
-    await store.db.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_read_2', status: 'created', user_id: 'u_kept', course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
+    await store.db
+      .insertInto('payments')
+      .values({
+        provider: 'razorpay',
+        payment_id: 'pay_read_1',
+        status: 'authorized',
+        user_id: null,
+        course_id: null,
+        email: null,
+        amount: null,
+        currency: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await store.db
+      .insertInto('payments')
+      .values({
+        provider: 'razorpay',
+        payment_id: 'pay_read_2',
+        status: 'created',
+        user_id: 'u_kept',
+        course_id: null,
+        email: null,
+        amount: null,
+        currency: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
     const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3', 'pay_read_4'];
     const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
     const statements: string[] = [];
@@ -269,7 +333,12 @@ await describeEachStore('group commit', (suite) => {
     );
     assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
     assert.deepEqual(changes, ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
-    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id', 'course_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
+    const stored = await store.db
+      .selectFrom('payments')
+      .select(['payment_id', 'status', 'user_id', 'course_id'])
+      .where('payment_id', 'in', payments)
+      .orderBy('payment_id')
+      .execute();
     assert.deepEqual(
       stored,
       payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' })),
@@ -290,7 +359,21 @@ await describeEachStore('group commit', (suite) => {
             raced = true;
             // Another writer's row for the second payment, after the batch read it (in the batch's own
             // transaction so that SQLite, a single writer, can run it; it goes with the abandoned batch).
-            await tx.insertInto('payments').values({ provider: 'razorpay', payment_id: 'pay_raced_2', status: 'refunded', user_id: null, course_id: null, email: null, amount: null, currency: null, created_at: now, updated_at: now }).execute();
+            await tx
+              .insertInto('payments')
+              .values({
+                provider: 'razorpay',
+                payment_id: 'pay_raced_2',
+                status: 'refunded',
+                user_id: null,
+                course_id: null,
+                email: null,
+                amount: null,
+                currency: null,
+                created_at: now,
+                updated_at: now,
+              })
+              .execute();
           }
           return `${change.payment.status} ${batch.payments.length}`;
         }),
@@ -307,7 +390,10 @@ await describeEachStore('group commit', (suite) => {
 
   test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
     const now = toDbTime(clock.now());
-    await store.db.insertInto('enrollments').values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now }).execute();
+    await store.db
+      .insertInto('enrollments')
+      .values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now })
+      .execute();
     const buyers = [
       { paymentId: 'pay_rows_1', userId: 'u_rows_1', courseId: 'c_rows' },
       { paymentId: 'pay_rows_2', userId: 'u_rows_2', courseId: 'c_rows' },
@@ -324,20 +410,48 @@ await describeEachStore('group commit', (suite) => {
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
           const { paymentId, userId, courseId } = buyers[i]!;
-          const change = await advancePayment(tx, 'razorpay', { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com` }, now, batch);
-          const event = { id: lease.id, provider: 'razorpay' as const, eventId: `gc_${paymentId}`, eventType: 'payment.captured', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() };
-          for (const handler of coursePlatform.captured!) await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
+          const change = await advancePayment(
+            tx,
+            'razorpay',
+            { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com` },
+            now,
+            batch,
+          );
+          const event = {
+            id: lease.id,
+            provider: 'razorpay' as const,
+            eventId: `gc_${paymentId}`,
+            eventType: 'payment.captured',
+            payload: {},
+            headers: {},
+            attempts: 1,
+            createdAt: clock.now(),
+          };
+          for (const handler of coursePlatform.captured!)
+            await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
           return 'granted';
         }),
       ),
     );
-    assert.deepEqual(statements.sort(), ['insert enrollments', 'insert orders', 'insert outbox', 'update enrollments'], 'one statement per table for the four events, and one re-activation');
+    assert.deepEqual(
+      statements.sort(),
+      ['insert enrollments', 'insert orders', 'insert outbox', 'update enrollments'],
+      'one statement per table for the four events, and one re-activation',
+    );
     const ids = buyers.map((b) => b.paymentId);
     const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
-    assert.deepEqual(orders.map((o) => o.payment_id), [...ids].sort());
+    assert.deepEqual(
+      orders.map((o) => o.payment_id),
+      [...ids].sort(),
+    );
     const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%:razorpay:pay_%').execute();
     assert.deepEqual(outbox.map((o) => o.idempotency_key).sort(), ids.flatMap((id) => [`fulfilment:razorpay:${id}`, `receipt:razorpay:${id}`]).sort());
-    const enrollments = await store.db.selectFrom('enrollments').select(['user_id', 'status', 'payment_id']).where('course_id', 'in', ['c_rows', 'c_again']).orderBy('user_id').execute();
+    const enrollments = await store.db
+      .selectFrom('enrollments')
+      .select(['user_id', 'status', 'payment_id'])
+      .where('course_id', 'in', ['c_rows', 'c_again'])
+      .orderBy('user_id')
+      .execute();
     assert.deepEqual(enrollments, [
       { user_id: 'u_again', status: 'active', payment_id: 'pay_again' },
       { user_id: 'u_rows_1', status: 'active', payment_id: 'pay_rows_1' },
@@ -348,19 +462,27 @@ await describeEachStore('group commit', (suite) => {
 });
 
 test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL', () => {
-  const versions = { '10.11.19-MariaDB-0+deb12u1': true, '10.5.0-MariaDB': true, '11.4.2-MariaDB-log': true, '10.4.32-MariaDB': false, '8.0.36': false, '8.4.0-commercial': false, '5.7.44-log': false };
+  const versions = {
+    '10.11.19-MariaDB-0+deb12u1': true,
+    '10.5.0-MariaDB': true,
+    '11.4.2-MariaDB-log': true,
+    '10.4.32-MariaDB': false,
+    '8.0.36': false,
+    '8.4.0-commercial': false,
+    '5.7.44-log': false,
+  };
   for (const [version, expected] of Object.entries(versions)) assert.equal(hasInsertReturning(version), expected, version);
 });
 
 for (const backend of STORE_BACKENDS) {
-
   describe(`group commit, store unreachable (${backend})`, () => {
     test('every request waiting in the batch gets the store error (503)', async () => {
       const url = backend === 'mysql' ? 'mysql://root@127.0.0.1:1/unreachable' : `sqlite:${import.meta.filename}/not-a-directory/inbox.db`;
       const unreachable = openStore(url, { poolSize: 2, clock: new TestClock() });
       try {
         const results = await Promise.allSettled(['u1', 'u2', 'u3', 'u1'].map((name) => unreachable.record(verified(name))));
-        for (const result of results) assert.ok(result.status === 'rejected' && result.reason instanceof StoreUnavailableError, `rejected with StoreUnavailableError: ${JSON.stringify(result)}`);
+        for (const result of results)
+          assert.ok(result.status === 'rejected' && result.reason instanceof StoreUnavailableError, `rejected with StoreUnavailableError: ${JSON.stringify(result)}`);
       } finally {
         await unreachable.close().catch(() => {});
       }

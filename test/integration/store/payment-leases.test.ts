@@ -51,7 +51,11 @@ await describeEachStore('payment leases', (suite) => {
     clock.advance(LEASE_MS + 1);
     const next = await store.claim(third, 'worker-2', LEASE_MS);
     assert.ok(next, 'the dead holder expired');
-    await assert.rejects(store.completeFenced(dying.lease, async () => 'late'), LeaseLostError, 'the expired holder cannot commit');
+    await assert.rejects(
+      store.completeFenced(dying.lease, async () => 'late'),
+      LeaseLostError,
+      'the expired holder cannot commit',
+    );
     assert.equal(await store.completeFenced(next.lease, async () => 'done'), 'done');
   });
 

@@ -107,7 +107,10 @@ describe('the effective configuration, masked', () => {
   test('webhook-inbox config prints it, as text and as JSON, with the .env file under the environment', async () => {
     const dir = dirWithEnvFile(`RAZORPAY_WEBHOOK_SECRET=${secrets.RAZORPAY_WEBHOOK_SECRET}\nPORT=4000\n`);
     const run = (args: string[]) =>
-      promisify(execFile)(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH, PORT: '4500', STRIPE_WEBHOOK_SECRET: secrets.STRIPE_WEBHOOK_SECRET, DATABASE_URL: secrets.DATABASE_URL } });
+      promisify(execFile)(process.execPath, [CLI, ...args], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, PORT: '4500', STRIPE_WEBHOOK_SECRET: secrets.STRIPE_WEBHOOK_SECRET, DATABASE_URL: secrets.DATABASE_URL },
+      });
     const [text, json] = await Promise.all([run(['config']), run(['config', '--json'])]);
     for (const output of [text.stdout, json.stdout]) assert.ok(!output.includes(CANARY), output);
     assert.match(text.stdout, /^# env file: .*\.env$/m);

@@ -40,7 +40,13 @@ describe('loadConfig: defaults and valid values', () => {
   });
 
   test('DATABASE_URL accepts SQLite files (relative or absolute) and MySQL URLs', () => {
-    for (const url of ['sqlite:inbox.db', 'sqlite:./data/inbox.db', 'sqlite:/var/lib/webhook-inbox/inbox.db', 'sqlite:///var/lib/inbox.db', 'mysql://app:pw@db:3306/webhook_inbox']) {
+    for (const url of [
+      'sqlite:inbox.db',
+      'sqlite:./data/inbox.db',
+      'sqlite:/var/lib/webhook-inbox/inbox.db',
+      'sqlite:///var/lib/inbox.db',
+      'mysql://app:pw@db:3306/webhook_inbox',
+    ]) {
       assert.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url);
     }
   });
@@ -153,7 +159,10 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     const error = configError(bad);
     assert.equal(error.problems.length, Object.keys(bad).length, error.message);
     for (const variable of Object.keys(bad)) {
-      assert.ok(error.problems.some((problem) => problem.startsWith(variable)), `${variable} is named in ${error.message}`);
+      assert.ok(
+        error.problems.some((problem) => problem.startsWith(variable)),
+        `${variable} is named in ${error.message}`,
+      );
     }
   });
 });

@@ -29,7 +29,10 @@ test('requests of one turn share a batch; while it runs, the next one accumulate
   runner.finish[0]!();
   assert.deepEqual(await Promise.all(first), [10, 20, 30]);
   await tick();
-  assert.deepEqual(runner.batches, [[1, 2, 3], [4, 5]]);
+  assert.deepEqual(runner.batches, [
+    [1, 2, 3],
+    [4, 5],
+  ]);
   runner.finish[1]!();
   assert.deepEqual(await Promise.all(second), [40, 50]);
 });
@@ -39,7 +42,14 @@ test('batches are capped by count and by weight; several run at once when allowe
   const batcher = new Batcher(runner.run, { maxBatch: 3, maxInFlight: 2, weight: (n) => n, maxWeight: 10 });
   const all = [1, 1, 1, 1, 9, 1].map((n) => batcher.submit(n));
   await tick();
-  assert.deepEqual(runner.batches, [[1, 1, 1], [1, 9]], 'three at most, then stop once the weight reaches 10');
+  assert.deepEqual(
+    runner.batches,
+    [
+      [1, 1, 1],
+      [1, 9],
+    ],
+    'three at most, then stop once the weight reaches 10',
+  );
   runner.finish[0]!();
   runner.finish[1]!();
   await tick();
@@ -54,7 +64,14 @@ test('a shape rounds a batch down; the requests left over start the next batch',
   const batcher = new Batcher(runner.run, { maxBatch: 100, maxInFlight: 2, shape: (size) => (size >= 4 ? 4 : size) });
   const all = [1, 2, 3, 4, 5, 6, 7].map((n) => batcher.submit(n));
   await tick();
-  assert.deepEqual(runner.batches, [[1, 2, 3, 4], [5, 6, 7]], 'seven waiting: a batch of four, then the three left in the free slot');
+  assert.deepEqual(
+    runner.batches,
+    [
+      [1, 2, 3, 4],
+      [5, 6, 7],
+    ],
+    'seven waiting: a batch of four, then the three left in the free slot',
+  );
   runner.finish[0]!();
   runner.finish[1]!();
   assert.deepEqual(await Promise.all(all), [10, 20, 30, 40, 50, 60, 70]);
@@ -66,13 +83,22 @@ test('each request gets its own error; a failed batch rejects every request in i
   const results = Promise.allSettled([1, -2, 3].map((n) => batcher.submit(n)));
   await tick();
   runner.finish[0]!();
-  assert.deepEqual((await results).map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.deepEqual(
+    (await results).map((r) => r.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  );
 
-  const broken = new Batcher<number, number>(async () => {
-    throw new Error('database down');
-  }, { maxBatch: 10, maxInFlight: 1 });
+  const broken = new Batcher<number, number>(
+    async () => {
+      throw new Error('database down');
+    },
+    { maxBatch: 10, maxInFlight: 1 },
+  );
   const failed = await Promise.allSettled([1, 2].map((n) => broken.submit(n)));
-  assert.deepEqual(failed.map((r) => r.status === 'rejected' && (r.reason as Error).message), ['database down', 'database down']);
+  assert.deepEqual(
+    failed.map((r) => r.status === 'rejected' && (r.reason as Error).message),
+    ['database down', 'database down'],
+  );
 });
 
 test('claims: one call per owner and lease time, each id asked once, a repeated id claimed by its first request only', async () => {
@@ -99,7 +125,7 @@ test('claims: one call per owner and lease time, each id asked once, a repeated 
   );
 });
 
-test('a request with the key of one queued or running gets that one\'s result or error instead of running again', async () => {
+test("a request with the key of one queued or running gets that one's result or error instead of running again", async () => {
   const runner = controlledRunner();
   const batcher = new Batcher(runner.run, { maxBatch: 10, maxInFlight: 2, coalesce: { keyOf: String, copy: (first) => first + 1 } });
   const queued = [batcher.submit(7), batcher.submit(7), batcher.submit(-7), batcher.submit(-7)];
@@ -109,7 +135,10 @@ test('a request with the key of one queued or running gets that one\'s result or
   assert.deepEqual(runner.batches, [[7, -7]], 'each key once, the copy that came while it ran included');
   runner.finish[0]!();
   const settled = await Promise.allSettled([...queued, whileRunning]);
-  assert.deepEqual(settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)), [70, 71, 'bad -7', 'bad -7', 71]);
+  assert.deepEqual(
+    settled.map((s) => (s.status === 'fulfilled' ? s.value : (s.reason as Error).message)),
+    [70, 71, 'bad -7', 'bad -7', 71],
+  );
 
   const again = batcher.submit(7);
   await tick();

@@ -47,7 +47,13 @@ test('compiled once, run with each call’s values; constants stay as built; a p
 
 test('a placeholder inlined into the SQL text, or not used as a parameter, is refused when compiled', () => {
   assert.throws(
-    () => compiledStatement<{ name: string }, unknown, Tables>(db, (db, value) => db.selectFrom('items').select('id').where('name', '=', sql.lit(value('name')))),
+    () =>
+      compiledStatement<{ name: string }, unknown, Tables>(db, (db, value) =>
+        db
+          .selectFrom('items')
+          .select('id')
+          .where('name', '=', sql.lit(value('name'))),
+      ),
     /inlined into the SQL text/,
   );
   assert.throws(
@@ -68,17 +74,33 @@ test('a statement around a row part: compiled for one row, run for any number, e
     ' union all ',
   );
   function rowPart(db: Kysely<Tables>, value: (name: 'name' | 'size') => never) {
-    return db.selectNoFrom([sql.val(value('name')).as('name'), sql.val(value('size')).as('size'), sql.val('rows').as('note')]).where((eb) => eb.not(eb.exists(eb.selectFrom('items').select('id').where('name', '=', value('name')))));
+    return db
+      .selectNoFrom([sql.val(value('name')).as('name'), sql.val(value('size')).as('size'), sql.val('rows').as('note')])
+      .where((eb) => eb.not(eb.exists(eb.selectFrom('items').select('id').where('name', '=', value('name')))));
   }
-  const inserted = await insertRows([{ name: 'r1', size: 1 }, { name: 'a', size: 5 }, { name: 'r2', size: 2 }, { name: 'r3', size: 3 }]);
+  const inserted = await insertRows([
+    { name: 'r1', size: 1 },
+    { name: 'a', size: 5 },
+    { name: 'r2', size: 2 },
+    { name: 'r3', size: 3 },
+  ]);
   assert.deepEqual(inserted.rows.map((r) => r.name).sort(), ['r1', 'r2', 'r3'], 'the row that existed is skipped, the others returned');
   const stored = await db.selectFrom('items').select(['name', 'size', 'note']).where('name', 'like', 'r%').orderBy('name').execute();
-  assert.deepEqual(stored, [1, 2, 3].map((n) => ({ name: `r${n}`, size: n, note: 'rows' })));
+  assert.deepEqual(
+    stored,
+    [1, 2, 3].map((n) => ({ name: `r${n}`, size: n, note: 'rows' })),
+  );
   assert.deepEqual((await insertRows([{ name: 'r4', size: 4 }])).rows, [{ name: 'r4' }]);
   assert.throws(() => insertRows([]), /at least one row/);
   // A statement that leaves the row part out is refused when compiled.
   assert.throws(
-    () => compiledRowsStatement<{ name: string }, ReturnType<typeof rowPart>, unknown, Tables>(db, (db, value) => rowPart(db, value as never), (db) => db.selectFrom('items').select('id'), ' union all '),
+    () =>
+      compiledRowsStatement<{ name: string }, ReturnType<typeof rowPart>, unknown, Tables>(
+        db,
+        (db, value) => rowPart(db, value as never),
+        (db) => db.selectFrom('items').select('id'),
+        ' union all ',
+      ),
     /placeholder name is not a parameter/,
   );
 });

@@ -25,7 +25,8 @@ function stubPool(onExecute: (callback: (error: unknown, result?: unknown) => vo
 
 // The driver's errors pass through as they came (typed unknown by kysely's pool interface).
 /* eslint-disable @typescript-eslint/no-unnecessary-type-assertion */
-const connectionOf = (pool: ReturnType<typeof preparingPool>) => new Promise<MysqlPoolConnection>((resolve, reject) => pool.getConnection((error, c) => (error ? reject(error as Error) : resolve(c))));
+const connectionOf = (pool: ReturnType<typeof preparingPool>) =>
+  new Promise<MysqlPoolConnection>((resolve, reject) => pool.getConnection((error, c) => (error ? reject(error as Error) : resolve(c))));
 const run = (connection: MysqlPoolConnection, sql: string, values: unknown[]) =>
   new Promise((resolve, reject) => connection.query(sql, values, (error, result) => (error ? reject(error as Error) : resolve(result))));
 /* eslint-enable @typescript-eslint/no-unnecessary-type-assertion */

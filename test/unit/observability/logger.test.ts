@@ -57,7 +57,19 @@ describe('createLogger redacts what must never be logged', () => {
     logger.info({ provider: 'stripe', eventId: 'evt_1', statusCode: 200, ackMs: 1.5, counts: { received: 2 }, at: new Date(0) }, 'delivery acknowledged');
     assert.deepEqual(
       { ...lines[0], time: undefined, pid: undefined, hostname: undefined },
-      { level: 30, time: undefined, pid: undefined, hostname: undefined, provider: 'stripe', eventId: 'evt_1', statusCode: 200, ackMs: 1.5, counts: { received: 2 }, at: '1970-01-01T00:00:00.000Z', msg: 'delivery acknowledged' },
+      {
+        level: 30,
+        time: undefined,
+        pid: undefined,
+        hostname: undefined,
+        provider: 'stripe',
+        eventId: 'evt_1',
+        statusCode: 200,
+        ackMs: 1.5,
+        counts: { received: 2 },
+        at: '1970-01-01T00:00:00.000Z',
+        msg: 'delivery acknowledged',
+      },
     );
   });
 });

@@ -32,10 +32,13 @@ describe('Readiness', () => {
     for (let probe = 0; probe < 3; probe++) assert.equal((await readiness.report()).ready, false);
     up = true;
     for (let probe = 0; probe < 3; probe++) assert.equal((await readiness.report()).ready, true);
-    assert.deepEqual(lines.map((line) => [line.level, line.msg]), [
-      [40, 'not ready: queue check failed'],
-      [30, 'ready again: queue check passes'],
-    ]);
+    assert.deepEqual(
+      lines.map((line) => [line.level, line.msg]),
+      [
+        [40, 'not ready: queue check failed'],
+        [30, 'ready again: queue check passes'],
+      ],
+    );
   });
 
   test('two checks cannot share a name', () => {

@@ -38,7 +38,11 @@ describe('durations and times given to operator commands', () => {
 
   test('schedules: a daily stuck check, no archiving, unless configured', () => {
     const defaults = loadConfig({}).operations;
-    assert.deepEqual(defaults, { alertWebhookUrl: null, stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000 }, archive: { cron: null, dir: null, olderThanMs: 7_776_000_000 } });
+    assert.deepEqual(defaults, {
+      alertWebhookUrl: null,
+      stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000 },
+      archive: { cron: null, dir: null, olderThanMs: 7_776_000_000 },
+    });
     assert.equal(loadConfig({ STUCK_CHECK_CRON: 'off' }).operations.stuckCheck.cron, null);
   });
 });
@@ -53,11 +57,14 @@ describe('the provider simulator', () => {
   const registry = new ProviderRegistry(config.providers);
   const now = new Date('2024-05-10T12:00:00Z');
 
-  test('signs exactly as the tests\' independent signer does', () => {
+  test("signs exactly as the tests' independent signer does", () => {
     const stripe = simulateEvent('stripe', 'payment_intent.succeeded', {}, now);
     const razorpay = simulateEvent('razorpay', 'payment.captured', {}, now);
     const payu = simulateEvent('payu', 'success', {}, now);
-    assert.deepEqual(signEvent(stripe, config.providers, { now }), stripeDelivery(JSON.stringify(stripe.provider === 'stripe' && stripe.json), { timestamp: now.getTime() / 1000 }));
+    assert.deepEqual(
+      signEvent(stripe, config.providers, { now }),
+      stripeDelivery(JSON.stringify(stripe.provider === 'stripe' && stripe.json), { timestamp: now.getTime() / 1000 }),
+    );
     assert.deepEqual(signEvent(razorpay, config.providers), razorpayDelivery(JSON.stringify(razorpay.provider === 'razorpay' && razorpay.json), razorpay.eventId));
     assert.deepEqual(signEvent(payu, config.providers), payuDelivery(payu.provider === 'payu' ? payu.fields : {}));
   });

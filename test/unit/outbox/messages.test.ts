@@ -50,7 +50,12 @@ describe('outbox configuration', () => {
   });
 
   test('SMTP and fulfilment settings with their default timeouts', () => {
-    const config = loadConfig({ SMTP_URL: 'smtps://u:p@mail.example:465', MAIL_FROM: 'Shop <receipts@shop.example>', FULFILLMENT_URL: 'https://api.example/fulfil', OUTBOX_CONCURRENCY: '8' });
+    const config = loadConfig({
+      SMTP_URL: 'smtps://u:p@mail.example:465',
+      MAIL_FROM: 'Shop <receipts@shop.example>',
+      FULFILLMENT_URL: 'https://api.example/fulfil',
+      OUTBOX_CONCURRENCY: '8',
+    });
     assert.deepEqual(config.outbox, {
       concurrency: 8,
       smtp: { url: 'smtps://u:p@mail.example:465', from: 'Shop <receipts@shop.example>', timeoutMs: 30_000 },

@@ -43,9 +43,7 @@ function successFields(): Record<string, string> {
   return fields;
 }
 
-const SIGNED_SAMPLES = readdirSync(path.join(PAYLOADS_DIR, 'payu')).filter(
-  (file) => file.endsWith('.form-urlencoded.txt') && !file.includes('.PARTIAL.'),
-);
+const SIGNED_SAMPLES = readdirSync(path.join(PAYLOADS_DIR, 'payu')).filter((file) => file.endsWith('.form-urlencoded.txt') && !file.includes('.PARTIAL.'));
 
 const ENCODINGS = [
   { name: 'form-urlencoded', contentType: FORM, encode: (text: string) => text },

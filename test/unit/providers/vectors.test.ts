@@ -28,10 +28,7 @@ const ACCEPTED_WITHOUT_EVENT_ID = new Set(['razorpay/official_sdk_unit_test_vect
  */
 const POSTED_KEY_DEVIATION = 'payu/body_key_differs_from_configured_key';
 
-type Outcome =
-  | { kind: 'accepted'; event: VerifiedEvent }
-  | { kind: 'accepted_without_event_id'; error: BadRequestError }
-  | { kind: 'rejected'; error: SignatureError };
+type Outcome = { kind: 'accepted'; event: VerifiedEvent } | { kind: 'accepted_without_event_id'; error: BadRequestError } | { kind: 'rejected'; error: SignatureError };
 
 /** Runs a verifier; any error other than a signature verdict or a missing event id fails the test. */
 function outcomeOf(verifier: Verifier, delivery: RawDelivery): Outcome {
