@@ -4,7 +4,7 @@
  * goes into the layer it belongs to, so the rules keep describing the whole tree.
  */
 const LAYERS = [
-  ['src/errors.ts', 'src/clock.ts', 'src/model/'], // what everything shares: errors, time, the shapes the pipeline carries
+  ['src/errors.ts', 'src/clock.ts', 'src/supported-node.ts', 'src/model/'], // what everything shares: errors, time, the Node version check, the shapes the pipeline carries
   ['src/config/'], // settings, read and validated from the environment
   ['src/db/'], // what every table shares: schema, migrations, backends, group commit, leases
   ['src/store/'], // the inbox's own operations: record, claim, complete, payment leases

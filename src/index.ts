@@ -1,4 +1,6 @@
 /** The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`. */
+// First: an unsupported Node gets a clear error before anything else is loaded.
+import './supported-node.js';
 export { createApp, createInbox, createServer, startWorkers, type AppOptions, type InboxOptions } from './app.js';
 export { loadConfig } from './config/load.js';
 export { readEnvironment } from './config/environment.js';

@@ -1,3 +1,4 @@
+import '../supported-node.js';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, startWorkers } from '../app.js';

@@ -9,10 +9,10 @@ import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../../src/co
 import { loadConfig } from '../../../src/config/load.js';
 import { readEnvironment } from '../../../src/config/environment.js';
 import { ConfigError } from '../../../src/errors.js';
+import { CLI_ARGS } from '../../support/cli.js';
 import { EMPTY_DIR, variablesRead } from '../../support/environment.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const CLI = path.join(ROOT, 'bin/webhook-inbox.js');
 
 /** A fresh directory holding one .env file with `text`. */
 function dirWithEnvFile(text: string, name = '.env'): string {
@@ -107,7 +107,7 @@ describe('the effective configuration, masked', () => {
   test('webhook-inbox config prints it, as text and as JSON, with the .env file under the environment', async () => {
     const dir = dirWithEnvFile(`RAZORPAY_WEBHOOK_SECRET=${secrets.RAZORPAY_WEBHOOK_SECRET}\nPORT=4000\n`);
     const run = (args: string[]) =>
-      promisify(execFile)(process.execPath, [CLI, ...args], {
+      promisify(execFile)(process.execPath, [...CLI_ARGS, ...args], {
         cwd: dir,
         env: { PATH: process.env.PATH, PORT: '4500', STRIPE_WEBHOOK_SECRET: secrets.STRIPE_WEBHOOK_SECRET, DATABASE_URL: secrets.DATABASE_URL },
       });
