@@ -9,10 +9,12 @@ const LAYERS = [
   ['src/db/'], // what every table shares: schema, migrations, backends, group commit, leases
   ['src/store/'], // the inbox's own operations: record, claim, complete, payment leases
   ['src/providers/'], // verify and read each provider's deliveries
-  ['src/domain/'], // payments and the reference business (course platform)
+  ['src/domain/'], // payments: forward-only states, the handlers' contract
   ['src/observability/', 'src/queue/'], // metrics, logs, readiness; how ids reach the workers
   ['src/processing/'], // claim, apply, complete: the workers
   ['src/outbox/'], // side effects after commit
+  ['src/extension/'], // what a business domain brings: tables, handlers, transports
+  ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
   ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
   ['src/http/'], // fastify routes

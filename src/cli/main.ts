@@ -2,11 +2,9 @@ import '../supported-node.js';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, startWorkers } from '../app.js';
-import { systemClock } from '../clock.js';
 import { formatConfig, maskedConfig } from '../config/display.js';
 import { StoreUnavailableError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
-import { openStore } from '../store/open-store.js';
 import { registerArchiveCommands } from './commands/archive.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
@@ -14,7 +12,7 @@ import { registerOutboxCommand } from './commands/outbox.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
-import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
+import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
@@ -82,13 +80,9 @@ program
   .description('apply pending database migrations and exit')
   .action(async () => {
     const { config } = configOrExit();
-    const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
-    try {
-      const applied = await store.migrate();
-      console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    } finally {
-      await store.close();
-    }
+    // The store of the inbox the service would run: its migrations with those of its domains.
+    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => inbox.store.migrate());
+    console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
 
 program

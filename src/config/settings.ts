@@ -70,6 +70,16 @@ export interface OutboxSettings {
   fulfilment: FulfilmentSettings | null;
 }
 
+/** Where payment transitions (and, if asked, every verified event) are forwarded, signed. */
+export interface ForwardSettings {
+  url: string;
+  /** Standard Webhooks secrets (`whsec_` and base64); each delivery carries a signature for each. */
+  secrets: string[];
+  timeoutMs: number;
+  /** Forward each verified provider event too, not only the payment transitions. */
+  rawEvents: boolean;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -88,4 +98,8 @@ export interface Config {
   redis: RedisSettings | null;
   operations: OperationsSettings;
   outbox: OutboxSettings;
+  /** The course platform (orders, enrollments, receipts, fulfilment) runs: its tables exist only then. */
+  coursePlatform: boolean;
+  /** Null: nothing is forwarded. */
+  forward: ForwardSettings | null;
 }

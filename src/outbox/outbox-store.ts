@@ -83,7 +83,8 @@ export class OutboxStore {
 
   /**
    * Rows due now, oldest first: pending ones whose time came and sending ones whose lease expired
-   * (takeover). A row whose dependency is still unfinished waits for it.
+   * (takeover). A row whose dependency is still unfinished waits for it, and so does a row while an
+   * earlier row of its ordering key is unfinished: one of a key in flight at a time, in order.
    */
   async dueIds(limit: number): Promise<number[]> {
     const rows = await this.db
@@ -93,6 +94,21 @@ export class OutboxStore {
       .where('row.status', 'in', UNFINISHED)
       .where('row.next_attempt_at', '<=', toDbTime(this.clock.now()))
       .where((eb) => eb.or([eb('dependency.id', 'is', null), eb('dependency.status', 'not in', UNFINISHED)]))
+      .where((eb) =>
+        eb.or([
+          eb('row.ordering_key', 'is', null),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('outbox as earlier')
+                .select('earlier.id')
+                .whereRef('earlier.ordering_key', '=', 'row.ordering_key')
+                .whereRef('earlier.id', '<', 'row.id')
+                .where('earlier.status', 'in', UNFINISHED),
+            ),
+          ),
+        ]),
+      )
       .orderBy('row.next_attempt_at')
       .limit(limit)
       .execute();

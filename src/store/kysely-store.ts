@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
+import { Migrator, sql, type Kysely, type Migration, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { RecordNotStoredError, StoreUnavailableError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
@@ -17,7 +17,7 @@ import {
   type NewEventsInsert,
   type RecordRequest,
 } from './record.js';
-import { inboxMigrations } from '../db/migrations.js';
+import { inboxMigrations, type DomainMigrations } from '../db/migrations.js';
 import { releasePaymentLeases } from './payment-leases.js';
 import { type PaymentRef } from './inbox-store.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
@@ -90,6 +90,7 @@ export class KyselyInboxStore implements InboxStore {
     private readonly dialect: StoreBackend,
     private readonly clock: Clock,
     private readonly url: string,
+    private readonly domainMigrations: DomainMigrations,
   ) {
     this.backend = dialect.name;
     this.records = new Batcher((requests) => this.recordMany(requests), {
@@ -128,25 +129,52 @@ export class KyselyInboxStore implements InboxStore {
 
   private async applyMigrations(): Promise<string[]> {
     await this.dialect.ensureDatabase(this.url);
-    const { error, results } = await this.migrator().migrateToLatest();
+    const { error, results } = await (await this.migrator()).migrateToLatest();
     if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
     return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
   }
 
   async pendingMigrations(): Promise<string[]> {
-    return this.guard(async () => (await this.migrator().getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
+    return this.guard(async () => (await (await this.migrator()).getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
   }
 
-  private migrator(): Migrator {
+  /**
+   * The migrations are listed before the migrator runs: it holds a connection while it asks for them,
+   * and SQLite's one connection would wait for itself if the list needed a query then.
+   */
+  private async migrator(): Promise<Migrator> {
+    const migrations = await this.migrations();
     return new Migrator({
       db: this.db,
-      provider: { getMigrations: async () => inboxMigrations(this.dialect.columnTypes) },
+      provider: { getMigrations: async () => migrations },
       migrationTableName: 'schema_migrations',
       migrationLockTableName: 'schema_migrations_lock',
       // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
       // that already ran a later one must still take an earlier one that arrives afterwards.
       allowUnorderedMigrations: true,
     });
+  }
+
+  /**
+   * The inbox's migrations and those of its domains. A dormant domain's migration that an earlier run
+   * applied stays in the list as a record (the migrator refuses a database that ran migrations it does
+   * not know); one that never ran is left out, so that it runs once the domain is in use.
+   */
+  private async migrations(): Promise<Record<string, Migration>> {
+    const types = this.dialect.columnTypes;
+    const migrations = { ...inboxMigrations(types), ...this.domainMigrations.active(types) };
+    const dormant = this.domainMigrations.dormant(types).filter((name) => !(name in migrations));
+    if (dormant.length === 0) return migrations;
+    const applied = await this.db
+      .withTables<{ schema_migrations: { name: string } }>()
+      .selectFrom('schema_migrations')
+      .select('name')
+      .where('name', 'in', dormant)
+      .execute()
+      // No table yet: a new database, which ran nothing.
+      .catch(() => []);
+    for (const { name } of applied) migrations[name] = { up: () => Promise.reject(new Error(`${name} belongs to a domain not in use`)) };
+    return migrations;
   }
 
   async ping(): Promise<void> {

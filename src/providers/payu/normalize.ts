@@ -23,6 +23,9 @@ function stateOf(status: string, unmappedStatus: string): PaymentState | null {
   }
 }
 
+/** The merchant's own fields of a PayU transaction (covered by the reverse hash). */
+const UDF_FIELDS = ['udf1', 'udf2', 'udf3', 'udf4', 'udf5'];
+
 /** PayU callbacks -> payment states. Each attempt has its own mihpayid, which identifies the payment. */
 export const payuToCanonical: Normalizer = ({ payload }) => {
   if (!isRecord(payload)) return ignored('payu payload is not an object');
@@ -39,5 +42,6 @@ export const payuToCanonical: Normalizer = ({ payload }) => {
     userId: metadataString(payload.udf1),
     courseId: metadataString(payload.udf2),
     email: metadataString(payload.email),
+    metadata: Object.fromEntries(UDF_FIELDS.map((name) => [name, field(name)]).filter(([, value]) => value !== '')),
   };
 };

@@ -18,12 +18,10 @@ for (const backend of STORE_BACKENDS) {
     // The host's own business: a CRM update per captured payment, next to the reference effects,
     // delivered by the host's own outbox transport; and a course that cannot be sold (a permanent failure).
     const handlers: PaymentHandlers = {
-      ...coursePlatform,
       captured: [
         async ({ payment }) => {
           if (payment.course_id === 'retired_course') throw new PermanentError('course retired');
         },
-        ...coursePlatform.captured!,
         async ({ tx, payment, now }) => {
           await tx
             .insertInto('outbox')
@@ -54,7 +52,7 @@ for (const backend of STORE_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       const config = testConfig(db.url);
-      inbox = createInbox(config, { handlers, transports });
+      inbox = createInbox(config, { domains: [coursePlatform], handlers, transports });
       await inbox.store.migrate();
       inbox.start();
       host = Fastify();
