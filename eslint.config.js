@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'bench/results/', 'chaos/results/'] },
+  { ignores: ['node_modules/', 'dist/', 'examples/dist/', 'docs/api/', 'bench/results/', 'chaos/results/'] },
   js.configs.recommended,
   tseslint.configs.recommendedTypeChecked,
   tseslint.configs.stylisticTypeChecked,

@@ -12,6 +12,7 @@ export type { InboxMetrics, DeliveryResult, AttemptResult } from './observabilit
 export { PrometheusMetrics } from './observability/prometheus.js';
 export type { Readiness, ReadinessCheck, ReadinessReport } from './observability/readiness.js';
 export { installErrorHandling } from './http/errors.js';
+export { answerDelivery, type DeliveryAnswer } from './http/delivery-answer.js';
 export type { Clock } from './clock.js';
 export * from './errors.js';
 export type { EventContext, PaymentContext, PaymentHandler, PaymentHandlers, EventHandler, EventApplier, EventOutcome } from './domain/applier.js';
@@ -32,3 +33,5 @@ export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } fro
 export type { InboxDatabase, DbTime, WebhookEventsTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
 export type { ColumnTypes } from './db/migrations.js';
 export type { Config, ForwardSettings } from './config/settings.js';
+// The query builder's types a domain's tables, migrations and handlers are written with.
+export type { Generated, Insertable, Kysely, Migration, Selectable, Transaction } from 'kysely';
