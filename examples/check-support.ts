@@ -23,7 +23,24 @@ export async function exampleEnvironment(name: string) {
  */
 export async function sendDuplicates(url: string, secret: string, payment: { payment: string; user: string; course: string }): Promise<void> {
   const bin = join(dirname(createRequire(import.meta.url).resolve('webhook-inbox/package.json')), 'bin/webhook-inbox.js');
-  const args = ['send', 'stripe', 'payment_intent.succeeded', '--url', url, '--payment', payment.payment, '--user', payment.user, '--course', payment.course, '--concurrent', '8', '--repeat', '2', '--json'];
+  const args = [
+    'send',
+    'stripe',
+    'payment_intent.succeeded',
+    '--url',
+    url,
+    '--payment',
+    payment.payment,
+    '--user',
+    payment.user,
+    '--course',
+    payment.course,
+    '--concurrent',
+    '8',
+    '--repeat',
+    '2',
+    '--json',
+  ];
   const { stdout } = await promisify(execFile)(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, STRIPE_WEBHOOK_SECRET: secret } });
   const report = JSON.parse(stdout) as { deliveries: Array<{ status: number | null }>; unexpected: number };
   assert.equal(report.deliveries.length, 16);

@@ -15,8 +15,10 @@ const example = await startExpressExample(env, spool);
 try {
   await sendDuplicates(`${example.url}/payments/webhooks/stripe`, secret, { payment: 'pi_express_1', user: 'u_ada', course: 'pro-plan' });
   const lines = async () => (await readFile(spool, 'utf8').catch(() => '')).split('\n').filter(Boolean);
-  await waitFor('the welcome e-mail spooled and marked sent', async () =>
-    (await lines()).length > 0 && (await example.inbox.store.db.selectFrom('outbox').select('status').where('kind', '=', 'welcome_email').executeTakeFirst())?.status === 'sent',
+  await waitFor(
+    'the welcome e-mail spooled and marked sent',
+    async () =>
+      (await lines()).length > 0 && (await example.inbox.store.db.selectFrom('outbox').select('status').where('kind', '=', 'welcome_email').executeTakeFirst())?.status === 'sent',
   );
   const licences = (await (await fetch(`${example.url}/licences/u_ada`)).json()) as LicencesTable[];
   assert.deepEqual(

@@ -142,7 +142,8 @@ function readForward(read: EnvReader): ForwardSettings | null {
       `FORWARD_SECRET must be whsec_ followed by the base64 of ${FORWARD_SECRET_BYTES.min} to ${FORWARD_SECRET_BYTES.max} random bytes, as Standard Webhooks secrets are (make one with: ${generate})`,
     );
   }
-  if (read.isSet('FORWARD_URL') && !read.isSet('FORWARD_SECRET')) read.problem(`FORWARD_SECRET must be set when FORWARD_URL is set: every forwarded event is signed (make one with: ${generate})`);
+  if (read.isSet('FORWARD_URL') && !read.isSet('FORWARD_SECRET'))
+    read.problem(`FORWARD_SECRET must be set when FORWARD_URL is set: every forwarded event is signed (make one with: ${generate})`);
   if (read.isSet('FORWARD_SECRET') && !read.isSet('FORWARD_URL')) read.problem('FORWARD_URL must be set when FORWARD_SECRET is set');
   return url && secrets && !malformed ? { url, secrets, timeoutMs, rawEvents } : null;
 }

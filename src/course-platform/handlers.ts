@@ -72,7 +72,8 @@ async function writeRows(batchTx: BusinessTransaction, { orders, enrollments }: 
   const inserted = await tx.insertInto('enrollments').orIgnore().values(enrollments).executeTakeFirst();
   if (Number(inserted.numInsertedOrUpdatedRows) === enrollments.length) return;
   // Keyed by (user, course), not by id: the rows that were there already have not been read.
-  const isPair = (eb: ExpressionBuilder<CoursePlatformDatabase, 'enrollments'>, row: Row<'enrollments'>) => eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]);
+  const isPair = (eb: ExpressionBuilder<CoursePlatformDatabase, 'enrollments'>, row: Row<'enrollments'>) =>
+    eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]);
   await tx
     .updateTable('enrollments')
     .set((eb) => {
@@ -92,7 +93,8 @@ const ORDER_DETAILS = ['user_id', 'course_id', 'amount', 'currency'] as const;
 
 /** Each detail only where the stored order lacks it, as for the payment itself. */
 async function fillOrderDetails(tx: Transaction<CoursePlatformDatabase>, orders: Array<Row<'orders'>>): Promise<void> {
-  const isOrder = (eb: ExpressionBuilder<CoursePlatformDatabase, 'orders'>, row: Row<'orders'>) => eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id)]);
+  const isOrder = (eb: ExpressionBuilder<CoursePlatformDatabase, 'orders'>, row: Row<'orders'>) =>
+    eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id)]);
   await tx
     .updateTable('orders')
     .set((eb) => {

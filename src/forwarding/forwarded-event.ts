@@ -73,9 +73,7 @@ const isoTime = (time: DbTime) => fromDbTime(time).toISOString();
 
 export function paymentMessage({ payment, previousStatus, event, now }: PaymentContext): ForwardedMessage {
   const transition = previousStatus !== payment.status;
-  const key = transition
-    ? `forward:${payment.provider}:${payment.payment_id}:${payment.status}`
-    : `forward:${payment.provider}:${payment.payment_id}:updated:${event.eventId}`;
+  const key = transition ? `forward:${payment.provider}:${payment.payment_id}:${payment.status}` : `forward:${payment.provider}:${payment.payment_id}:updated:${event.eventId}`;
   return {
     key,
     orderingKey: paymentOrder(payment.provider, payment.payment_id),

@@ -72,7 +72,18 @@ describe('the packed package, installed into an empty project', () => {
 
   test('the tarball holds the compiled package, its types and maps, the bin, the licence and the changelog; no sources or tests', () => {
     const files = packed.files.map((file) => file.path);
-    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/index.js.map', 'dist/cli/main.js', 'bin/webhook-inbox.js', 'LICENSE', 'README.md', 'CHANGELOG.md', 'package.json', 'docs/forwarded-event.schema.json']) {
+    for (const file of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/index.js.map',
+      'dist/cli/main.js',
+      'bin/webhook-inbox.js',
+      'LICENSE',
+      'README.md',
+      'CHANGELOG.md',
+      'package.json',
+      'docs/forwarded-event.schema.json',
+    ]) {
       assert.ok(files.includes(file), `${file} is packed`);
     }
     const stray = files.filter((file) => /^(src|test|bench|chaos|examples)\//.test(file) || (file.endsWith('.ts') && !file.endsWith('.d.ts')));

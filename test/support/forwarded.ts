@@ -22,7 +22,11 @@ export const FORWARD_SECRETS = ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', `whsec
  * and valid against the published schema. Returns the event.
  */
 export function verifiedForwardedEvent(call: HttpCall, secrets: readonly string[] = FORWARD_SECRETS): ForwardedEvent {
-  const headers = { 'webhook-id': String(call.headers['webhook-id']), 'webhook-timestamp': String(call.headers['webhook-timestamp']), 'webhook-signature': String(call.headers['webhook-signature']) };
+  const headers = {
+    'webhook-id': String(call.headers['webhook-id']),
+    'webhook-timestamp': String(call.headers['webhook-timestamp']),
+    'webhook-signature': String(call.headers['webhook-signature']),
+  };
   for (const secret of secrets) new Webhook(secret).verify(call.text, headers);
   const event = JSON.parse(call.text) as unknown;
   assert.ok(validate(event), `schema: ${ajv.errorsText(validate.errors)} in ${call.text}`);

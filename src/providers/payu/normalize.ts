@@ -42,6 +42,6 @@ export const payuToCanonical: Normalizer = ({ payload }) => {
     userId: metadataString(payload.udf1),
     courseId: metadataString(payload.udf2),
     email: metadataString(payload.email),
-    metadata: Object.fromEntries(UDF_FIELDS.map((name) => [name, field(name)]).filter(([, value]) => value !== '')),
+    metadata: Object.fromEntries(UDF_FIELDS.map((name): [string, string] => [name, field(name)]).filter(([, value]) => value !== '')),
   };
 };

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { answerDelivery, coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type OutboxTransports, type PaymentHandlers } from '../../../src/index.js';
+import {
+  answerDelivery,
+  coursePlatform,
+  createInbox,
+  installErrorHandling,
+  PermanentError,
+  webhookRoutes,
+  type Inbox,
+  type OutboxTransports,
+  type PaymentHandlers,
+} from '../../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { testConfig, waitFor } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql, type Generated, type Kysely } from 'kysely';
-import { coursePlatform, createInbox, definePaymentDomain, writeOutbox, type Inbox, type InboxDatabase, type OutboxMessage, type PaymentDomain, type PaymentMetadata } from '../../../src/index.js';
+import {
+  coursePlatform,
+  createInbox,
+  definePaymentDomain,
+  writeOutbox,
+  type Inbox,
+  type InboxDatabase,
+  type OutboxMessage,
+  type PaymentDomain,
+  type PaymentMetadata,
+} from '../../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness, testConfig } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -93,11 +103,16 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a duplicated, concurrent delivery: one grant, one notice, the whole metadata in the handler', async () => {
-      const delivery = stripeDelivery(stripePaymentEvent('evt_grant_1', 'payment_intent.succeeded', 'pi_grant_1', { object: { metadata: { plan: 'team', seats: '5', region: 'eu' } } }));
+      const delivery = stripeDelivery(
+        stripePaymentEvent('evt_grant_1', 'payment_intent.succeeded', 'pi_grant_1', { object: { metadata: { plan: 'team', seats: '5', region: 'eu' } } }),
+      );
       const answers = await Promise.all(Array.from({ length: 8 }, () => harness.post(delivery)));
       assert.ok(answers.every((answer) => answer.status === 200));
       await harness.waitFor('the notice delivered', async () => seen.delivered.length > 0);
-      await harness.waitFor('the notice marked sent', async () => (await harness.db.selectFrom('outbox').select('status').where('kind', '=', 'grant_notice').executeTakeFirst())?.status === 'sent');
+      await harness.waitFor(
+        'the notice marked sent',
+        async () => (await harness.db.selectFrom('outbox').select('status').where('kind', '=', 'grant_notice').executeTakeFirst())?.status === 'sent',
+      );
       const rows = await harness.db.withTables<{ grants: GrantsTable }>().selectFrom('grants').select(['payment_key', 'plan', 'seats']).execute();
       assert.deepEqual(rows, [{ payment_key: 'stripe:pi_grant_1', plan: 'team', seats: '5' }]);
       assert.deepEqual(

@@ -131,7 +131,11 @@ describe('inline mode: a duplicate waits for the attempt running in its process,
   const { seen, apply } = observingApplier(systemClock, 600);
 
   before(async () => {
-    server = await Harness.start((database as TestDatabase).url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { domains: [coursePlatform], apply });
+    server = await Harness.start(
+      (database as TestDatabase).url,
+      { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' },
+      { domains: [coursePlatform], apply },
+    );
   });
   after(async () => {
     await server?.close();
