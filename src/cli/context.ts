@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { createInbox } from '../app.js';
+import { createInbox, databaseFailure, migrateStore } from '../app.js';
 import { loadConfig, readEnvironment, type Config } from '../config.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
@@ -33,8 +33,10 @@ export async function withInbox<T>(config: Config, run: (inbox: Inbox) => Promis
   const level = process.env.LOG_LEVEL ? config.logLevel : 'warn';
   const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })) });
   try {
-    if (config.migrateOnStart) await inbox.store.migrate();
+    if (config.migrateOnStart) await migrateStore(inbox.store, config.databaseUrl);
     return await run(inbox);
+  } catch (error) {
+    throw inbox.store.isUnavailable(error) ? databaseFailure(config.databaseUrl, error) : error;
   } finally {
     // Not just the store: a Redis connection (REDIS_URL) would keep the command from exiting.
     await inbox.stop(0);

@@ -1,9 +1,9 @@
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
-import { createApp, startWorkers } from '../app.js';
+import { createApp, migrateStore, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
 import { formatConfig, maskedConfig } from '../config-display.js';
-import { StoreUnavailableError } from '../errors.js';
+import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';
 import { registerArchiveCommands } from './commands/archive.js';
@@ -38,7 +38,7 @@ program
       await app.listen({ host: config.host, port: config.port });
     } catch (error) {
       await app.close();
-      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${describeError(error)}`, { cause: error });
     }
   });
 
@@ -83,7 +83,7 @@ program
     const { config } = configOrExit();
     const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
     try {
-      const applied = await store.migrate();
+      const applied = await migrateStore(store, config.databaseUrl);
       console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
     } finally {
       await store.close();
@@ -109,10 +109,20 @@ registerSendCommand(program);
 registerDemoCommand(program);
 registerOutboxCommand(program, () => configOrExit().config);
 
-program.parseAsync().catch((error: unknown) => {
-  const message = error instanceof Error ? error.message : String(error);
-  const hint = error instanceof StoreUnavailableError ? ' (check DATABASE_URL and that the server is running)' : '';
-  console.error(`webhook-inbox: ${message}${hint}`);
-  const usage = error instanceof CommanderError || (error instanceof OperationError && error.code === 'bad_argument');
-  process.exit(usage ? EXIT_USAGE : EXIT_FAILED);
+let finished = false;
+// A command waiting on a promise that never settles (a driver that drops a callback) would end with the
+// event loop, exit code 0 and nothing said; a supervisor or a script must see it fail.
+process.once('beforeExit', () => {
+  if (finished) return;
+  console.error('webhook-inbox: the command ended without finishing: something it waited for never answered');
+  process.exit(EXIT_FAILED);
 });
+
+program
+  .parseAsync()
+  .then(() => (finished = true))
+  .catch((error: unknown) => {
+    console.error(`webhook-inbox: ${describeError(error)}`);
+    const usage = error instanceof CommanderError || (error instanceof OperationError && error.code === 'bad_argument');
+    process.exit(usage ? EXIT_USAGE : EXIT_FAILED);
+  });

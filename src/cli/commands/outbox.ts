@@ -1,20 +1,13 @@
 import { Option, type Command } from 'commander';
-import { systemClock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry } from '../../outbox/outbox-store.js';
 import type { OutboxStatus } from '../../store/schema.js';
-import { openStore } from '../../store/open-store.js';
-import { positiveIntegerOption, wholeNumberOption } from '../context.js';
+import { positiveIntegerOption, wholeNumberOption, withInbox } from '../context.js';
 
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
-async function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
-  const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
-  try {
-    return await run(new OutboxStore(store.db, systemClock));
-  } finally {
-    await store.close();
-  }
+function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
+  return withInbox(config, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock)));
 }
 
 /** One line per row: the key and status first, then what an operator needs to decide. */
