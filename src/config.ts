@@ -54,7 +54,8 @@ export interface RedisSettings {
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
 export interface OperationsSettings {
   alertWebhookUrl: string | null;
-  stuckCheck: { cron: string | null; olderThanMs: number };
+  /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
+  stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 
@@ -227,7 +228,11 @@ function readOperations(read: EnvReader): OperationsSettings {
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
-    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    stuckCheck: {
+      cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'),
+      olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
+      outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
+    },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
   };
 }
