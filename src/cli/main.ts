@@ -10,11 +10,13 @@ import { registerArchiveCommands } from './commands/archive.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
 import { registerOutboxCommand } from './commands/outbox.js';
+import { registerPaymentsCommands } from './commands/payments.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
+import { printJson } from './output.js';
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
@@ -79,12 +81,14 @@ function stopOnSignal(logger: Logger, timeoutMs: number, stop: () => Promise<unk
 program
   .command('migrate')
   .description('apply pending database migrations and exit')
-  .action(async () => {
+  .option('--json', 'print JSON: {"applied": [<migration names>]}')
+  .action(async (options: { json?: boolean }) => {
     const { config } = configOrExit();
     const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
     try {
       const applied = await migrateStore(store, config.databaseUrl);
-      console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
+      if (options.json) printJson({ applied });
+      else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
     } finally {
       await store.close();
     }
@@ -102,6 +106,7 @@ program
   });
 
 registerEventsCommands(program);
+registerPaymentsCommands(program);
 registerReplayCommand(program);
 registerStuckCommand(program);
 registerArchiveCommands(program);
