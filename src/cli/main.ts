@@ -1,8 +1,9 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, migrateStore, startWorkers } from '../app.js';
 import { systemClock } from '../clock.js';
-import { formatConfig, maskedConfig } from '../config-display.js';
+import { maskedConfig, maskedVariables, variableLines } from '../config-display.js';
 import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { openStore } from '../store/open-store.js';
@@ -18,10 +19,14 @@ import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { printJson } from './output.js';
 
+/** The package's own version; package.json sits two levels up from src/cli and from dist/cli alike. */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
   .name('webhook-inbox')
   .description('Receive, verify, record and process payment webhooks exactly once')
+  .version(version, '-V, --version', 'print the version')
   .showHelpAfterError()
   // Bad usage exits 2, so scripts can tell it from "the check found something" (1).
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE));
@@ -96,13 +101,12 @@ program
 
 program
   .command('config')
-  .description('print the effective configuration (environment over .env), secrets masked')
+  .description('print the effective configuration as the variables that set it (environment over .env), secrets masked')
   .option('--json', 'print JSON')
   .action((options: { json?: boolean }) => {
-    const { config, file } = configOrExit();
-    const masked = maskedConfig(config);
-    if (options.json) console.log(JSON.stringify({ envFile: file, config: masked }, null, 2));
-    else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
+    const { config, variables, file } = configOrExit();
+    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config) });
+    else console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...variableLines(variables)].join('\n'));
   });
 
 registerEventsCommands(program);
