@@ -99,7 +99,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(show.code, 0, show.output);
       assert.match(show.output, /^payment: +stripe pi_story$/m);
       assert.match(show.output, /^status: +refunded$/m);
-      assert.match(show.output, /^Events, in the order received:\nID +EVENT ID +TYPE .*\n\d+ +evt_story_1 .*\n\d+ +evt_story_2 .*\n\d+ +evt_story_3 /m);
+      assert.match(show.output, /^Events, in the order received:\nID +PROVIDER +EVENT ID +TYPE .*\n\d+ +stripe +evt_story_1 .*\n\d+ +stripe +evt_story_2 .*\n\d+ +stripe +evt_story_3 /m);
       assert.match(show.output, /^Order:\nID +STATUS .*\n\d+ +refunded +4900 +USD /m);
       assert.match(show.output, /^Enrollment:\nID +USER +COURSE +STATUS .*\n\d+ +u_story\\u001b\[31m +c_pi_story +revoked /m);
       assert.match(show.output, /^Outbox:\nID +STATUS +KIND +KEY .*\n\d+ +skipped +receipt_email +receipt:stripe:pi_story /m);

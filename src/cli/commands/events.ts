@@ -1,10 +1,23 @@
 import type { Command } from 'commander';
 import { PROVIDER_NAMES } from '../../providers/provider.js';
 import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/events.js';
-import { eventSummary } from '../../ops/payment-detail.js';
+import { eventSummary, type EventSummary } from '../../ops/payment-detail.js';
 import { choiceOption, configOrExit, withInbox } from '../context.js';
 import { listingOptions, type ListingFlags } from '../filters.js';
-import { printFields, printJson, printTable } from '../output.js';
+import { printFields, printJson, printTable, type Column } from '../output.js';
+
+/** The columns of every events table (`events list`, `payments show`). */
+export const EVENT_COLUMNS: Array<Column<EventSummary>> = [
+  ['id', (r) => r.id],
+  ['provider', (r) => r.provider],
+  ['event id', (r) => r.event_id],
+  ['type', (r) => r.event_type],
+  ['payment', (r) => r.payment_id],
+  ['status', (r) => r.status],
+  ['attempts', (r) => r.attempts],
+  ['received (UTC)', (r) => r.created_at],
+  ['outcome / last error', (r) => r.outcome ?? r.last_error],
+];
 
 export function registerEventsCommands(program: Command): void {
   const events = program.command('events').description('list and inspect stored events');
@@ -20,17 +33,7 @@ export function registerEventsCommands(program: Command): void {
       const { events: rows, more } = await withInbox(configOrExit().config, (inbox) => findEvents(inbox.store.db, options));
       if (options.json) return printJson({ events: rows.map(eventSummary), more });
       if (rows.length === 0) return console.log('no events match');
-      printTable(rows, [
-        ['id', (r) => r.id],
-        ['provider', (r) => r.provider],
-        ['event id', (r) => r.event_id],
-        ['type', (r) => r.event_type],
-        ['payment', (r) => r.payment_id],
-        ['status', (r) => r.status],
-        ['attempts', (r) => r.attempts],
-        ['received (UTC)', (r) => r.created_at],
-        ['outcome / last error', (r) => r.outcome ?? r.last_error],
-      ]);
+      printTable(rows, EVENT_COLUMNS);
       if (more) console.log(`... more events match; raise --limit or narrow the filter`);
     });
 

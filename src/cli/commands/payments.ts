@@ -3,6 +3,7 @@ import { paymentDetail } from '../../ops/payment-detail.js';
 import { PROVIDER_NAMES } from '../../providers/provider.js';
 import { configOrExit, withInbox } from '../context.js';
 import { printFields, printJson, printTable } from '../output.js';
+import { EVENT_COLUMNS } from './events.js';
 import { OUTBOX_COLUMNS } from './outbox.js';
 
 export function registerPaymentsCommands(program: Command): void {
@@ -28,17 +29,7 @@ export function registerPaymentsCommands(program: Command): void {
         'created (UTC)': payment?.created_at,
         'updated (UTC)': payment?.updated_at,
       });
-      section(`Events, in the order received${detail.moreEvents ? ' (the first 1000)' : ''}`, detail.events, (events) =>
-        printTable(events, [
-          ['id', (e) => e.id],
-          ['event id', (e) => e.event_id],
-          ['type', (e) => e.event_type],
-          ['status', (e) => e.status],
-          ['attempts', (e) => e.attempts],
-          ['received (UTC)', (e) => e.created_at],
-          ['outcome / last error', (e) => e.outcome ?? e.last_error],
-        ]),
-      );
+      section(`Events, in the order received${detail.moreEvents ? ' (the first 1000)' : ''}`, detail.events, (events) => printTable(events, EVENT_COLUMNS));
       section('Order', order ? [order] : [], (orders) =>
         printTable(orders, [
           ['id', (o) => o.id],
