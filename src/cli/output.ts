@@ -3,7 +3,8 @@ import { toDbTime } from '../store/schema.js';
 
 const MAX_CELL = 60;
 
-export type Column<T> = [header: string, cell: (row: T) => unknown];
+/** A table column: its header, its cell, and `whole` for one never cut (an error: the part an operator must read). */
+export type Column<T> = [header: string, cell: (row: T) => unknown, whole?: 'whole'];
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
@@ -13,9 +14,14 @@ export function printTable<T>(rows: T[], columns: Array<Column<T>>): void {
   process.stdout.write(`${tableText(rows, columns)}\n`);
 }
 
-/** Aligned columns under upper-case headers, one line per row, each cell on one line and cut at MAX_CELL. */
+/** Aligned columns under upper-case headers, one line per row, each cell on one line and cut at MAX_CELL unless `whole`. */
 export function tableText<T>(rows: T[], columns: Array<Column<T>>): string {
-  const cells = rows.map((row) => columns.map(([, cell]) => cut(shown(cell(row)).replace(/\s+/g, ' '))));
+  const cells = rows.map((row) =>
+    columns.map(([, cell, whole]) => {
+      const text = shown(cell(row)).replace(/\s+/g, ' ');
+      return whole ? text : cut(text);
+    }),
+  );
   const widths = columns.map(([header], i) => Math.max(header.length, ...cells.map((line) => line[i]!.length)));
   const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(columns.map(([header]) => header.toUpperCase())), ...cells.map(line)].join('\n');

@@ -6,10 +6,11 @@ import type { PaymentHandlers } from '../../src/domain/handlers.js';
 import { simulateEvent } from '../../src/ops/simulator/events.js';
 import { sendEvent } from '../../src/ops/simulator/send.js';
 import { toDbTime } from '../../src/store/schema.js';
+import { cli } from '../support/cli.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { Harness, testConfig, waitFor } from '../support/harness.js';
 import { freePort } from '../support/processes.js';
-import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
+import { stripeDelivery, stripePaymentEvent, TEST_SECRETS } from '../support/signing.js';
 
 // How an error is kept does not depend on the store: one store is enough.
 const database = (await createTestDatabase('sqlite')) as TestDatabase;
@@ -69,5 +70,8 @@ describe('the cause of an error is kept where the error is stored, logged and pr
       concurrent: 1,
     });
     assert.deepEqual(report.answers, { [`no answer (fetch failed: connect ECONNREFUSED 127.0.0.1:${closedPort})`]: 1 });
+    const printed = await cli(['send', 'stripe', 'payment_intent.succeeded', '--url', `http://127.0.0.1:${closedPort}`], { STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe });
+    assert.equal(printed.code, 1, printed.output);
+    assert.match(printed.output, new RegExp(`^no answer \\(fetch failed: connect ECONNREFUSED 127\\.0\\.0\\.1:${closedPort}\\) +1$`, 'm'), 'printed whole, not cut');
   });
 });

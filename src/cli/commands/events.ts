@@ -16,7 +16,7 @@ export const EVENT_COLUMNS: Array<Column<EventSummary>> = [
   ['status', (r) => r.status],
   ['attempts', (r) => r.attempts],
   ['received (UTC)', (r) => r.created_at],
-  ['outcome / last error', (r) => r.outcome ?? r.last_error],
+  ['outcome / last error', (r) => r.outcome ?? r.last_error, 'whole'],
 ];
 
 export function registerEventsCommands(program: Command): void {

@@ -23,7 +23,7 @@ export const OUTBOX_COLUMNS: Array<Column<OutboxEntry>> = [
   ['attempts', (entry) => entry.attempts],
   ['written (UTC)', (entry) => entry.createdAt],
   ['sent / next attempt', (entry) => entry.sentAt ?? entry.nextAttemptAt],
-  ['last error / outcome', (entry) => entry.lastError ?? entry.outcome],
+  ['last error / outcome', (entry) => entry.lastError ?? entry.outcome, 'whole'],
 ];
 
 /**

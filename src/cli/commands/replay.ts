@@ -48,7 +48,7 @@ export function registerReplayCommand(program: Command): void {
           ['was', (i) => i.previousStatus],
         ];
         if (report.dryRun) columns.push(['payment change', (i) => i.transition]);
-        columns.push(['result', replayResultText]);
+        columns.push(['result', replayResultText, 'whole']);
         printTable(report.items, columns);
         if (!report.dryRun) console.log(`${report.counts.processed} processed, ${report.counts.failed} failed, ${report.counts.skipped} skipped`);
         if (report.more) console.log(`more events match than --limit ${flags.limit}; run again to continue`);

@@ -39,7 +39,7 @@ export function registerStuckCommand(program: Command): void {
             ['attempts', (e) => e.attempts],
             ['received (UTC)', (e) => e.createdAt],
             ['lease expiry / next retry', (e) => e.dueAt ?? (e.kind === 'failed' ? 'none left' : null)],
-            ['last error', (e) => e.lastError],
+            ['last error', (e) => e.lastError, 'whole'],
           ]);
         }
         if (report.outbox.length > 0) {
@@ -52,7 +52,7 @@ export function registerStuckCommand(program: Command): void {
             ['attempts', (row) => row.attempts],
             ['written (UTC)', (row) => row.createdAt],
             ['next attempt', (row) => row.nextAttemptAt ?? (row.state === 'failed' ? 'none left: outbox retry' : null)],
-            ['last error', (row) => row.lastError],
+            ['last error', (row) => row.lastError, 'whole'],
           ]);
         }
         if (options.alert && report.total > 0) console.log('alert sent');
