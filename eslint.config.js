@@ -32,5 +32,6 @@ export default tseslint.config(
   },
   // Test doubles implement ports with methods that do nothing.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-empty-function': ['error', { allow: ['methods', 'asyncFunctions', 'asyncMethods', 'arrowFunctions'] }] } },
-  { files: ['**/*.js', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
 );

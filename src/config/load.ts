@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
-import { EnvReader, readEnvironment, type Env } from './environment.js';
+import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
 import type { Config, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
@@ -20,6 +20,11 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
  */
 export function loadConfig(env: Env = readEnvironment().variables): Config {
+  return readConfig(env).config;
+}
+
+/** The configuration and the variables it was read from, with their defaults. */
+export function readConfig(env: Env): { config: Config; variables: ConfigVariable[] } {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -74,7 +79,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return { config, variables: [...read.variables.values()] };
 }
 
 function readPayu(read: EnvReader): PayuSettings | null {
@@ -101,7 +106,11 @@ function readOperations(read: EnvReader): OperationsSettings {
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
-    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    stuckCheck: {
+      cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'),
+      olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
+      outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
+    },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
   };
 }
@@ -122,7 +131,7 @@ function readOutbox(read: EnvReader): OutboxSettings {
 }
 
 function readDatabaseUrl(read: EnvReader): string {
-  const raw = read.string('DATABASE_URL', DEFAULT_DATABASE_URL);
+  const raw = read.string('DATABASE_URL', DEFAULT_DATABASE_URL, 'url');
   const problem = databaseUrlProblem(raw);
   if (problem) read.problem(`DATABASE_URL ${problem}`);
   return raw;

@@ -46,7 +46,8 @@ export interface RedisSettings {
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
 export interface OperationsSettings {
   alertWebhookUrl: string | null;
-  stuckCheck: { cron: string | null; olderThanMs: number };
+  /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
+  stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 

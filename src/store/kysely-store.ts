@@ -1,6 +1,6 @@
 import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { RecordNotStoredError, StoreUnavailableError } from '../errors.js';
+import { describeError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
@@ -362,9 +362,13 @@ export class KyselyInboxStore implements InboxStore {
     }
   }
 
+  isUnavailable(error: unknown): boolean {
+    return error instanceof StoreUnavailableError || this.dialect.isUnavailable(error);
+  }
+
   private translate(error: unknown): unknown {
     if (this.dialect.isUnavailable(error)) {
-      return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
+      return new StoreUnavailableError(`database unavailable: ${describeError(error)}`, { cause: error });
     }
     return error;
   }
