@@ -157,7 +157,7 @@ describe('hostile input (property-based, fast-check)', () => {
           assert.match(String(response.body.message), /contains "\|"/);
         } else {
           assert.equal(response.status, 200, JSON.stringify(response.body));
-          const stored = await harness.db.selectFrom('webhook_events').select('payload').where('provider', '=', 'payu').where('event_id', '=', `${mihpayid}:success`).executeTakeFirstOrThrow();
+          const stored = await harness.db.selectFrom('webhook_events').select('payload').where('provider', '=', 'payu').where('event_id', '=', `T${mihpayid}:success`).executeTakeFirstOrThrow();
           const payload = JSON.parse(stored.payload) as Record<string, string>;
           for (const [name, posted] of Object.entries(values)) assert.equal(payload[name], posted, name);
         }

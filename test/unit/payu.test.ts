@@ -65,13 +65,13 @@ describe('payu verifier: constructed samples', () => {
 
   for (const file of SIGNED_SAMPLES) {
     for (const encoding of ENCODINGS) {
-      test(`${file} verifies as ${encoding.name}; event id is mihpayid:status`, () => {
+      test(`${file} verifies as ${encoding.name}; event id is txnid:status`, () => {
         const text = payload('payu', file).toString('utf8');
-        const { mihpayid, status } = formFields(text);
-        assert.ok(mihpayid && status);
+        const { txnid, status } = formFields(text);
+        assert.ok(txnid && status);
         const event = verify(encoding.encode(text), encoding.contentType);
         assert.equal(event.provider, 'payu');
-        assert.equal(event.eventId, `${mihpayid}:${status}`);
+        assert.equal(event.eventId, `${txnid}:${status}`);
         assert.equal(event.eventType, `payment.${status}`);
       });
     }
@@ -87,10 +87,24 @@ describe('payu verifier: constructed samples', () => {
 });
 
 describe('payu verifier: field and media-type handling', () => {
-  test('mihpayid with surrounding spaces is trimmed in the event id', () => {
-    const fields = { ...successFields(), mihpayid: '  403993715531234567 ' };
+  test('txnid with surrounding spaces is trimmed in the event id', () => {
+    const fields = { ...successFields(), txnid: '  ORD000123A1 ' };
     const body = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
-    assert.equal(verify(body).eventId, '403993715531234567:success');
+    assert.equal(verify(body).eventId, 'ORD000123A1:success');
+  });
+
+  test('the event id comes from hashed fields only: another mihpayid, unmappedstatus or any unhashed field is the same event', () => {
+    const fields = successFields();
+    const signed = (changed: Record<string, string>) => {
+      const all = { ...fields, ...changed };
+      return new URLSearchParams({ ...all, hash: referenceHash(all, { additionalChargesPrefix: false }) }).toString();
+    };
+    const original = verify(signed({}));
+    const unhashed: Array<Record<string, string>> = [{ mihpayid: '403993715599999999' }, { unmappedstatus: 'auth' }, { bank_ref_num: 'forged' }, { net_amount_debit: '1.00' }];
+    for (const changed of unhashed) {
+      const replayed = verify(signed(changed));
+      assert.equal(replayed.eventId, original.eventId, JSON.stringify(changed));
+    }
   });
 
   for (const field of ['udf1', 'mihpayid']) {
@@ -116,7 +130,7 @@ describe('payu verifier: field and media-type handling', () => {
     const fields = { ...successFields(), additionalCharges: '' };
     const prefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: true }) }).toString();
     const unprefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
-    assert.equal(verify(prefixed).eventId, '403993715531234567:success');
+    assert.equal(verify(prefixed).eventId, 'ORD000123A1:success');
     assert.throws(() => verify(unprefixed), SignatureError);
   });
 

@@ -75,11 +75,14 @@ export function createPayuVerifier(settings: PayuSettings): Verifier {
         throw new BadRequestError(`field "${ambiguous}" contains "|", which makes the hash ambiguous`, 'malformed_body');
       }
 
-      const paymentId = identifier(fields.mihpayid, 'payment id (mihpayid)', 'missing_event_id');
+      // Keyed by hashed fields only: mihpayid is not hashed, so a callback replayed with it edited
+      // would otherwise pass as another payment. A txnid that succeeded cannot be used again, so
+      // txnid:status is one success per transaction; its failed attempts share one key.
+      const transaction = identifier(fields.txnid, 'transaction id (txnid)', 'missing_event_id');
       const status = identifier(fields.status, 'status', 'missing_event_id').toLowerCase();
       return {
         provider: 'payu',
-        eventId: identifier(`${paymentId}:${status}`, 'event id (mihpayid:status)'),
+        eventId: identifier(`${transaction}:${status}`, 'event id (txnid:status)'),
         eventType: identifier(`payment.${status}`, 'event type'),
         payload: JSON.stringify(fields),
         parsedPayload: fields,
