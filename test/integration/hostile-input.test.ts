@@ -93,7 +93,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       // Short HTTP timeouts, so the partial and slow requests are judged in seconds.
-      harness = await Harness.start((database as TestDatabase).url, { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '3000' });
+      harness = await Harness.start((database as TestDatabase).url, { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '3000', HTTP_IDLE_TIMEOUT_MS: '2000' });
     });
     after(async () => {
       await harness?.close();
@@ -380,6 +380,12 @@ for (const backend of STORE_BACKENDS) {
       const slow = await rawExchange(harness.url, { head: head(Buffer.byteLength(stripe.body)), body: Buffer.from(stripe.body), chunkBytes: 64, everyMs: 5, waitMs: 5000 });
       assert.equal(slow.status, 200, slow.text.slice(0, 300));
       acknowledged.set('stripe\u0000evt_slow_ok', stripe);
+    });
+
+    test('a keep-alive connection left idle is closed after HTTP_IDLE_TIMEOUT_MS', async () => {
+      const idle = await rawExchange(harness.url, { head: requestHead('GET', '/healthz', {}), waitMs: 8000 });
+      assert.equal(idle.status, 200);
+      assert.ok(idle.closedAfterMs !== null && idle.closedAfterMs >= 1500 && idle.closedAfterMs < 6000, `closed after ${idle.closedAfterMs} ms`);
     });
 
     test('odd methods get 405 with Allow: POST; any content type is read on a signed Stripe or Razorpay delivery', async () => {

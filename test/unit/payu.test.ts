@@ -141,6 +141,24 @@ describe('payu verifier: field and media-type handling', () => {
   }
 });
 
+describe('payu verifier: bounded work before the hash is checked', () => {
+  const malformed = (pattern: RegExp) => (error: unknown) => error instanceof BadRequestError && error.code === 'malformed_body' && pattern.test(error.message);
+
+  test('JSON nested deeper than one level is refused before it is parsed, whatever is inside its strings', () => {
+    assert.throws(() => verify('{"a":[[[]]]}', 'application/json'), malformed(/nests JSON deeper than 1 level/));
+    assert.throws(() => verify(`{"a":${'['.repeat(100_000)}`, 'application/json'), malformed(/nests JSON deeper than 1 level/));
+    // Brackets and escaped quotes inside a string are text, not nesting: the fields are read, then the hash refuses them.
+    assert.throws(() => verify(JSON.stringify({ ...successFields(), udf3: '[{\\"[' }), 'application/json'), SignatureError);
+  });
+
+  test('more than 256 fields, as a form or as JSON: refused before the hash is computed', () => {
+    const many = Array.from({ length: 257 }, (_, i) => `f${i}=1`).join('&');
+    assert.throws(() => verify(many), malformed(/more than 256 fields/));
+    assert.throws(() => verify(JSON.stringify(formFields(many)), 'application/json'), malformed(/more than 256 fields/));
+    assert.throws(() => verify(Array.from({ length: 256 }, (_, i) => `f${i}=1`).join('&')), SignatureError, '256 fields are read');
+  });
+});
+
 describe('rupeesToPaise', () => {
   for (const [amount, paise] of [
     ['1500.00', 150000],
