@@ -69,10 +69,14 @@ async function validPace(target: RunningTarget, seconds: number): Promise<{ late
   return { latencies, refused };
 }
 
-function probe(target: RunningTarget): Phase['eventLoop'] {
+/** The event-loop delay of the target since the previous call. */
+async function probe(target: RunningTarget): Promise<Phase['eventLoop']> {
   const before = readProbe().length;
   process.kill(target.pid, 'SIGUSR2');
-  for (let waited = 0; readProbe().length === before && waited < 100; waited++) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  for (let waited = 0; readProbe().length === before; waited++) {
+    if (waited === 100) throw new Error('the event-loop probe did not answer within 2 s');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   return readProbe().at(-1)!;
 }
 
@@ -95,9 +99,9 @@ async function main(): Promise<void> {
   });
   try {
     await validPace(target, 1);
-    probe(target);
+    await probe(target);
     const quiet = await validPace(target, options.seconds);
-    const quietLoop = probe(target);
+    const quietLoop = await probe(target);
 
     const flood = validPace(target, options.seconds);
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -115,7 +119,7 @@ async function main(): Promise<void> {
     );
     const hostileMs = Math.round(performance.now() - hostileStarted);
     const during = await flood;
-    const floodLoop = probe(target);
+    const floodLoop = await probe(target);
 
     const answers = Object.entries(hostile.reduce<Record<string, number>>((counts, answer) => ({ ...counts, [answer]: (counts[answer] ?? 0) + 1 }), {}));
     const describe = (name: string, phase: Phase) =>

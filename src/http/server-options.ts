@@ -19,7 +19,7 @@ export function httpServerOptions(settings: HttpSettings): Pick<FastifyServerOpt
   return {
     requestTimeout: settings.requestTimeoutMs,
     keepAliveTimeout: settings.idleTimeoutMs,
-    http: { headersTimeout: Math.min(settings.headersTimeoutMs, settings.requestTimeoutMs), connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+    http: { headersTimeout: settings.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
     clientErrorHandler: answerClientError,
   };
 }

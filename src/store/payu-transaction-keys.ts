@@ -82,7 +82,8 @@ async function rekeyEvent(db: Kysely<any>, row: StoredEvent, { txnid, status, mi
   const key = `${txnid}:${status}`;
   if (row.event_id === key || key.length > MAX_KEY) return;
   const taken = await db.selectFrom('webhook_events').select('id').where('provider', '=', 'payu').where('event_id', '=', key).executeTakeFirst();
-  const eventId = taken ? `${key}:${mihpayid}` : key;
+  // mihpayid tells a transaction's attempts apart; every one stored before had one, the row id is a fallback.
+  const eventId = taken ? `${key}:${mihpayid || row.id}` : key;
   if (eventId === row.event_id || eventId.length > MAX_KEY) return;
   await db
     .updateTable('webhook_events')
