@@ -53,8 +53,9 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     if (reply.statusCode === 200) request.log.info(fields, 'delivery acknowledged');
     else request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
   });
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.statusCode === 413 && Number(request.headers['content-length'] ?? 0) <= DRAINED_BODY_BYTES) reply.removeHeader('connection');
+    done(null, payload);
   });
 
   /** Refused before its body was read: counted here, as the inbox never sees it. */
@@ -116,16 +117,20 @@ function providerOf(request: FastifyRequest): string {
  */
 function readAnyMediaType(app: FastifyInstance): void {
   const setAside = new WeakMap<FastifyRequest, string>();
-  app.addHook('preParsing', async (request, _reply, payload) => {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const contentType = request.headers['content-type'];
-    if (contentType !== undefined) {
+    if (contentType !== undefined && !COMMON_MEDIA_TYPES.has(contentType)) {
       setAside.set(request, contentType);
       request.headers['content-type'] = 'application/octet-stream';
     }
-    return payload;
+    done(null, payload);
   });
-  app.addHook('preValidation', async (request) => {
+  app.addHook('preValidation', (request, _reply, done) => {
     const contentType = setAside.get(request);
     if (contentType !== undefined) request.headers['content-type'] = contentType;
+    done();
   });
 }
+
+/** What providers send, which fastify parses as it is: left alone. */
+const COMMON_MEDIA_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/x-www-form-urlencoded']);
