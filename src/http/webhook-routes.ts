@@ -87,6 +87,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
       handler: receive,
     });
   }
+  // Any other name: refused before its body is read, so the handler never runs.
   app.post<{ Params: { provider: string } }>('/webhooks/:provider', {
     onRequest: async (request) => refuse(request.params.provider, new UnknownProviderError(request.params.provider)),
     handler: receive,
