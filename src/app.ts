@@ -4,6 +4,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
+import { maskUrl } from './config-display.js';
+import { describeError } from './errors.js';
 import { coursePlatform } from './domain/course-platform.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/handlers.js';
 import { installErrorHandling } from './http/errors.js';
@@ -27,6 +29,7 @@ import { Workers } from './processing/workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
 import { openStore } from './store/open-store.js';
+import type { InboxStore } from './store/store.js';
 
 export interface InboxOptions {
   clock?: Clock;
@@ -127,8 +130,30 @@ export async function startWorkers(config: Config, options: InboxOptions = {}): 
 async function openInbox(config: Config, options: InboxOptions): Promise<Inbox> {
   const inbox = createInbox(config, options);
   if (config.migrateOnStart) {
-    const applied = await inbox.store.migrate();
-    if (applied.length > 0) inbox.logger.info({ migrations: applied }, 'migrations applied');
+    try {
+      const applied = await migrateStore(inbox.store, config.databaseUrl);
+      if (applied.length > 0) inbox.logger.info({ migrations: applied }, 'migrations applied');
+    } catch (error) {
+      await inbox.stop(0);
+      throw error;
+    }
   }
   return inbox;
+}
+
+/** Applies pending migrations; a failure is reported as a databaseFailure. */
+export async function migrateStore(store: InboxStore, databaseUrl: string): Promise<string[]> {
+  try {
+    return await store.migrate();
+  } catch (error) {
+    throw databaseFailure(databaseUrl, error);
+  }
+}
+
+/**
+ * A database that cannot be reached or set up, as an operator must read it at start: one line naming
+ * DATABASE_URL (its password masked) and what the server said.
+ */
+export function databaseFailure(databaseUrl: string, error: unknown): Error {
+  return new Error(`cannot use DATABASE_URL ${maskUrl(databaseUrl)}: ${describeError(error)}`, { cause: error });
 }

@@ -55,7 +55,8 @@ export interface RedisSettings {
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
 export interface OperationsSettings {
   alertWebhookUrl: string | null;
-  stuckCheck: { cron: string | null; olderThanMs: number };
+  /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
+  stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 
@@ -152,14 +153,29 @@ export function readEnvironment(env: Env = process.env, cwd = process.cwd()): En
   return { variables, file };
 }
 
+/** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
 /**
  * Reads and validates the whole configuration from the environment (by default the process's, over
  * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
  */
-/** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
-const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
-
 export function loadConfig(env: Env = readEnvironment().variables): Config {
+  return readConfig(env).config;
+}
+
+/** One variable as `webhook-inbox config` shows it: as set, or its default. */
+export interface ConfigVariable {
+  name: string;
+  /** The value set, else the default; null when neither. */
+  value: string | null;
+  isDefault: boolean;
+  /** Secrets and URLs (which may hold a password) are shown masked. */
+  kind: 'plain' | 'secret' | 'url';
+}
+
+/** The configuration and the variables it was read from, with their defaults. */
+export function readConfig(env: Env): { config: Config; variables: ConfigVariable[] } {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -216,7 +232,7 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     outbox: readOutbox(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return { config, variables: [...read.variables.values()] };
 }
 
 function readHttp(read: EnvReader): HttpSettings {
@@ -254,7 +270,11 @@ function readOperations(read: EnvReader): OperationsSettings {
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
-    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    stuckCheck: {
+      cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'),
+      olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
+      outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
+    },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
   };
 }
@@ -275,6 +295,9 @@ function readOutbox(read: EnvReader): OutboxSettings {
 }
 
 class EnvReader {
+  /** Every variable read, in the order read. */
+  readonly variables = new Map<string, ConfigVariable>();
+
   constructor(
     private readonly env: Env,
     private readonly problems: string[],
@@ -297,12 +320,19 @@ class EnvReader {
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   }
 
+  /** The variable's value, if set; noted, with the default shown when it is not, for `config`. */
+  private read(name: string, fallback: string | null, kind: ConfigVariable['kind'] = 'plain'): string | undefined {
+    const raw = this.raw(name);
+    this.variables.set(name, { name, value: raw ?? (fallback || null), isDefault: raw === undefined, kind });
+    return raw;
+  }
+
   string(name: string, fallback: string): string {
-    return this.raw(name) ?? fallback;
+    return this.read(name, fallback) ?? fallback;
   }
 
   number(name: string, fallback: number, range: NumberRange): number {
-    const raw = this.raw(name);
+    const raw = this.read(name, String(fallback));
     if (raw === undefined) return fallback;
     const value = Number(raw);
     const pattern = range.integer ? /^\d+$/ : /^\d+(\.\d+)?$/;
@@ -320,7 +350,7 @@ class EnvReader {
   }
 
   boolean(name: string, fallback: boolean): boolean {
-    const raw = this.raw(name)?.toLowerCase();
+    const raw = this.read(name, String(fallback))?.toLowerCase();
     if (raw === undefined) return fallback;
     if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
     if (['0', 'false', 'no', 'off'].includes(raw)) return false;
@@ -329,7 +359,7 @@ class EnvReader {
   }
 
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if ((allowed as readonly string[]).includes(raw)) return raw as T;
     this.problem(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
@@ -338,7 +368,7 @@ class EnvReader {
 
   /** An IP address or a host name as DNS spells it; whether it resolves shows when the server listens. */
   host(name: string, fallback: string): string {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
       this.problem(`${name} must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1 or ::1 (got "${raw}")`);
@@ -349,7 +379,7 @@ class EnvReader {
 
   /** A secret is reported by name only: its value never reaches a message or a log. */
   optionalSecret(name: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'secret');
     if (raw !== undefined && /\s/.test(raw)) {
       this.problem(`${name} contains whitespace; paste the value exactly as the provider shows it`);
       return undefined;
@@ -359,7 +389,7 @@ class EnvReader {
 
   /** Comma-separated secrets, so an old and a new secret can both be accepted during a rotation. */
   secretList(name: string): string[] | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'secret');
     if (raw === undefined) return undefined;
     const secrets = raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
     if (secrets.length === 0) {
@@ -374,7 +404,7 @@ class EnvReader {
   }
 
   duration(name: string, fallback: string): number {
-    const raw = this.raw(name) ?? fallback;
+    const raw = this.read(name, fallback) ?? fallback;
     try {
       return parseDuration(raw);
     } catch (error) {
@@ -385,7 +415,7 @@ class EnvReader {
 
   /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
   cron(name: string, fallback: string | null): string | null {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback ?? 'off');
     if (raw === undefined) return fallback;
     if (raw.toLowerCase() === 'off') return null;
     try {
@@ -399,7 +429,7 @@ class EnvReader {
 
   /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
   streamKey(name: string, fallback: string): string {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
     this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
@@ -408,7 +438,7 @@ class EnvReader {
 
   /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
   url(name: string, schemes: string[], example: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'url');
     if (raw === undefined) return undefined;
     let url: URL;
     try {
@@ -427,7 +457,7 @@ class EnvReader {
   /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
   /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
   mailAddress(name: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null);
     if (raw === undefined) return undefined;
     const addresses = addressparser(raw, { flatten: true });
     if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {
@@ -438,7 +468,7 @@ class EnvReader {
   }
 
   databaseUrl(name: string): string {
-    const raw = this.raw(name) ?? DEFAULT_DATABASE_URL;
+    const raw = this.read(name, DEFAULT_DATABASE_URL, 'url') ?? DEFAULT_DATABASE_URL;
     const problem = databaseUrlProblem(raw);
     if (problem) this.problem(`${name} ${problem}`);
     return raw;

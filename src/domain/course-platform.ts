@@ -38,6 +38,14 @@ export function cancellationKey(provider: string, paymentId: string): string {
   return effectKey('fulfilment-cancel', provider, paymentId);
 }
 
+/**
+ * Every key this domain writes for a payment: receipt, fulfilment, cancellation. With an empty payment
+ * id, the prefixes of the provider's keys.
+ */
+export function paymentEffectKeys(provider: string, paymentId: string): string[] {
+  return [receiptKey(provider, paymentId), fulfilmentKey(provider, paymentId), cancellationKey(provider, paymentId)];
+}
+
 /** What every course-platform outbox row carries: the payment as it stood when the effect was written. */
 export interface PaymentEffect {
   provider: string;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { InboxError, UnknownProviderError } from '../errors.js';
+import { describeError, InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { deliveryResult } from '../observability/metrics.js';
 import { payuMediaType } from '../providers/payu/verify.js';
@@ -44,7 +44,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   // answered and how long it took. Never the body or a signature.
   const answers = new WeakMap<FastifyRequest, { eventId?: string; outcome?: string; error?: string; reason?: string }>();
   app.addHook('onError', async (request, _reply, error) => {
-    answers.set(request, { error: errorCode(error), reason: error.message });
+    answers.set(request, { error: errorCode(error), reason: describeError(error) });
     // Refused before the inbox saw it (e.g. too large): counted here, as the inbox could not.
     if (!(error instanceof InboxError) && (error.statusCode ?? 500) < 500) inbox.metrics.deliveryAnswered(providerOf(request), 'bad_request', 0);
   });

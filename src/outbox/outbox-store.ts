@@ -42,6 +42,21 @@ const UNFINISHED: OutboxStatus[] = ['pending', 'sending'];
 /** Final rows an operator may send again. A sent row is not: it reached the downstream already. */
 export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
 
+/** Which rows `list` returns: every condition given must hold. */
+export interface OutboxFilter {
+  status?: OutboxStatus;
+  kind?: string;
+  /** Rows under one of these idempotency keys. */
+  keys?: string[];
+  /** Rows whose idempotency key starts with one of these. */
+  keyPrefixes?: string[];
+  /** Written at or after. */
+  since?: Date;
+  /** Written before. */
+  until?: Date;
+  limit: number;
+}
+
 export interface ClaimedMessage {
   lease: OutboxLease;
   message: OutboxMessage;
@@ -220,9 +235,16 @@ export class OutboxStore {
       .execute();
   }
 
-  async list(filter: { status?: OutboxStatus; limit: number }): Promise<OutboxEntry[]> {
+  /** Rows matching the filter, newest first. */
+  async list(filter: OutboxFilter): Promise<OutboxEntry[]> {
     let query = this.db.selectFrom('outbox').selectAll().orderBy('id', 'desc').limit(filter.limit);
     if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.kind) query = query.where('kind', '=', filter.kind);
+    const { keys, keyPrefixes } = filter;
+    if (keys) query = query.where('idempotency_key', 'in', keys);
+    if (keyPrefixes) query = query.where((eb) => eb.or(keyPrefixes.map((prefix) => eb('idempotency_key', 'like', `${prefix}%`))));
+    if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
+    if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
     return (await query.execute()).map(toEntry);
   }
 

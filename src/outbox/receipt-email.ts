@@ -2,7 +2,7 @@ import nodemailer, { type NodemailerError } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { SmtpSettings } from '../config.js';
 import type { PaymentEffect } from '../domain/course-platform.js';
-import { PermanentError } from '../errors.js';
+import { describeError, PermanentError } from '../errors.js';
 import { readPaymentEffect } from './payment-effect.js';
 import type { OutboxTransport } from './transport.js';
 
@@ -103,7 +103,7 @@ export function smtpReceipts(settings: SmtpSettings, maxConnections: number): Ou
         return { status: 'sent', outcome: `sent: ${info.response}` };
       } catch (error) {
         const smtp = error as NodemailerError;
-        if (smtp.permanent === true || smtp.code === 'EENVELOPE') throw new PermanentError(`SMTP refused the receipt: ${smtp.message}`);
+        if (smtp.permanent === true || smtp.code === 'EENVELOPE') throw new PermanentError(`SMTP refused the receipt: ${describeError(smtp)}`);
         throw error;
       }
     },

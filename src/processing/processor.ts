@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { EventApplier } from '../domain/handlers.js';
-import { LeaseLostError } from '../errors.js';
+import { describeError, LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
@@ -152,7 +152,7 @@ export class Processor {
       return { result: 'processed', outcome };
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      const message = error instanceof Error ? `${error.name}: ${describeError(error)}` : describeError(error);
       return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
     } finally {
       clearTimeout(expiry);

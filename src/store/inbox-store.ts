@@ -1,6 +1,6 @@
 import { Migrator, sql, type Kysely, type QueryResult, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
+import { describeError, LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../errors.js';
 import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
@@ -370,9 +370,13 @@ export class KyselyInboxStore implements InboxStore {
     }
   }
 
+  isUnavailable(error: unknown): boolean {
+    return error instanceof StoreUnavailableError || this.dialect.isUnavailable(error);
+  }
+
   private translate(error: unknown): unknown {
     if (this.dialect.isUnavailable(error)) {
-      return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
+      return new StoreUnavailableError(`database unavailable: ${describeError(error)}`, { cause: error });
     }
     return error;
   }

@@ -7,6 +7,8 @@ import type { InboxStore } from './store.js';
 
 const BACKENDS: Record<string, StoreBackend> = { 'mysql:': mysqlBackend, 'sqlite:': sqliteBackend };
 
+const POSTGRES_SCHEMES = new Set(['postgres:', 'postgresql:']);
+
 export const DATABASE_URL_EXAMPLES = 'sqlite:./data/webhook-inbox.db or mysql://user:password@host:3306/database';
 
 /** What is wrong with a DATABASE_URL, or null when a backend can open it. */
@@ -18,6 +20,7 @@ export function databaseUrlProblem(raw: string): string | null {
     return `is not a valid URL (expected ${DATABASE_URL_EXAMPLES})`;
   }
   const backend = BACKENDS[url.protocol];
+  if (POSTGRES_SCHEMES.has(url.protocol)) return `names a PostgreSQL database, which is not supported: use SQLite or MySQL/MariaDB (${DATABASE_URL_EXAMPLES})`;
   if (!backend) return `must start with sqlite: or mysql:// (got "${url.protocol}")`;
   return backend.validateUrl(url);
 }

@@ -138,5 +138,11 @@ export interface InboxStore {
   /** Names of the migrations not applied yet (empty when the schema is current). */
   pendingMigrations(): Promise<string[]>;
 
+  /**
+   * Whether `error` says the database cannot be reached or refuses this service: the store's own
+   * StoreUnavailableError, or a driver error from a query run on `db`.
+   */
+  isUnavailable(error: unknown): boolean;
+
   close(): Promise<void>;
 }

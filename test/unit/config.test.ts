@@ -126,6 +126,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
     { env: { STUCK_CHECK_CRON: 'daily' }, variable: 'STUCK_CHECK_CRON' },
     { env: { STUCK_CHECK_OLDER_THAN: '30 minutes' }, variable: 'STUCK_CHECK_OLDER_THAN' },
+    { env: { STUCK_CHECK_OUTBOX_OLDER_THAN: '0m' }, variable: 'STUCK_CHECK_OUTBOX_OLDER_THAN' },
     { env: { ARCHIVE_CRON: '61 * * * *', ARCHIVE_DIR: '/var/archive' }, variable: 'ARCHIVE_CRON' },
     { env: { ARCHIVE_CRON: '0 3 * * *' }, variable: 'ARCHIVE_DIR' },
     { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },

@@ -50,7 +50,7 @@ export function registerSendCommand(program: Command): void {
       else {
         console.log(`${report.provider} ${report.eventType} ${report.eventId} (payment ${report.paymentId}) -> ${report.url}`);
         printTable(Object.entries(report.answers), [
-          ['answer', ([answer]) => answer],
+          ['answer', ([answer]) => answer, 'whole'],
           ['deliveries', ([, count]) => count],
         ]);
         const times = report.deliveries.map((d) => d.ms).sort((a, b) => a - b);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
@@ -13,7 +13,7 @@ import {
   type Dialect,
   type Driver,
 } from 'kysely';
-import { StoreUnavailableError } from '../../errors.js';
+import { describeError, StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
@@ -59,14 +59,30 @@ export function sqliteFilePath(url: URL): { path: string } | { problem: string }
   return { path };
 }
 
+/**
+ * `mkdir -p` that fails where node's own (`recursive: true`) spins for ever, burning a core: below a
+ * directory that exists but refuses children with ENOENT (/proc, a dangling symlink), that one steps
+ * back to the parent, finds it there and tries the child again, without end. Here each missing
+ * ancestor is made once, top down, and a refusal is final.
+ */
+function makeDirectories(path: string): void {
+  const parent = dirname(path);
+  if (parent !== path && !existsSync(parent)) makeDirectories(parent);
+  try {
+    mkdirSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 function openDatabase(path: string): Database.Database {
   let database: Database.Database;
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirectories(dirname(path));
     database = new Database(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (error) {
     // A missing permission or a file in the way: callers answer 503 and the next query tries again.
-    throw new StoreUnavailableError(`cannot open SQLite database ${path}: ${(error as Error).message}`, { cause: error });
+    throw new StoreUnavailableError(`cannot open SQLite database ${path}: ${describeError(error)}`, { cause: error });
   }
   // WAL lets readers run beside the writer; synchronous=FULL syncs the WAL on every commit, so an
   // acknowledged event survives power loss, not only a process crash.
