@@ -5,6 +5,7 @@ import { parseEnv } from 'node:util';
 import addressparser from 'nodemailer/lib/addressparser';
 import { Cron } from 'croner';
 import { ConfigError } from './errors.js';
+import { DEFAULT_PAYU_BODY_LIMIT_BYTES } from './http/webhook-routes.js';
 import { parseDuration } from './ops/duration.js';
 import { databaseUrlProblem, DEFAULT_RECORD_CONNECTIONS } from './store/open-store.js';
 
@@ -79,6 +80,16 @@ export interface OutboxSettings {
   fulfilment: FulfilmentSettings | null;
 }
 
+/** Bounds on how long the HTTP server waits for a client (slow or stalled requests, idle connections). */
+export interface HttpSettings {
+  /** From the first byte of a request to the end of its headers. */
+  headersTimeoutMs: number;
+  /** From the first byte of a request to the end of its body. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection with no request in flight. */
+  idleTimeoutMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -88,6 +99,9 @@ export interface Config {
   dbRecordConnections: number;
   migrateOnStart: boolean;
   bodyLimitBytes: number;
+  /** PayU's own body limit: its callbacks are a few KB, and must be parsed before they can be verified. */
+  payuBodyLimitBytes: number;
+  http: HttpSettings;
   logLevel: string;
   shutdownTimeoutMs: number;
   /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */
@@ -192,6 +206,8 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
     migrateOnStart: read.boolean('MIGRATE_ON_START', true),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    payuBodyLimitBytes: read.integer('PAYU_BODY_LIMIT_BYTES', DEFAULT_PAYU_BODY_LIMIT_BYTES, { min: 1024, max: 1024 * 1024, hint: 'PayU callbacks are a few KB' }),
+    http: readHttp(read),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownTimeoutMs: read.integer('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0, max: 600_000 }),
     heapGrowthPercent: read.integer('HEAP_GROWTH_PERCENT', 60, { min: 0, max: 1000, hint: '0 leaves the growth to V8' }),
@@ -217,6 +233,17 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return { config, variables: [...read.variables.values()] };
+}
+
+function readHttp(read: EnvReader): HttpSettings {
+  const problemsBefore = read.problemCount();
+  const headersTimeoutMs = read.integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  const requestTimeoutMs = read.integer('HTTP_REQUEST_TIMEOUT_MS', 15_000, { min: 100, max: 3_600_000 });
+  // Compared only when both were read: a bad value is reported once, not again as a bad pair.
+  if (read.problemCount() === problemsBefore && requestTimeoutMs < headersTimeoutMs) {
+    read.problem('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS (the headers are part of the request)');
+  }
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: read.integer('HTTP_IDLE_TIMEOUT_MS', 72_000, { min: 100, max: 3_600_000 }) };
 }
 
 function readPayu(read: EnvReader): PayuSettings | null {
@@ -278,6 +305,10 @@ class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  problemCount(): number {
+    return this.problems.length;
   }
 
   isSet(name: string): boolean {

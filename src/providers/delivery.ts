@@ -56,8 +56,15 @@ export function bodyText(body: Buffer): string {
   return body.toString('utf8');
 }
 
-export function parseJsonObject(body: Buffer): Record<string, unknown> {
+/**
+ * Parses a JSON object. With `maxDepth`, a body nested deeper (1: an object of scalars) is refused
+ * before it is parsed, by one scan of its bytes: JSON.parse would build every nested value first.
+ */
+export function parseJsonObject(body: Buffer, { maxDepth }: { maxDepth?: number } = {}): Record<string, unknown> {
   const text = bodyText(body);
+  if (maxDepth !== undefined && nestsDeeperThan(body, maxDepth)) {
+    throw new BadRequestError(`request body nests JSON deeper than ${maxDepth} level${maxDepth === 1 ? '' : 's'}`, 'malformed_body');
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -68,21 +75,60 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   return value;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPENERS = new Set([0x5b, 0x7b]);
+const CLOSERS = new Set([0x5d, 0x7d]);
+
+/** Whether the JSON text's arrays and objects nest deeper than `maxDepth` (strings skipped). */
+function nestsDeeperThan(body: Buffer, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const byte = body[i]!;
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (OPENERS.has(byte) && ++depth > maxDepth) return true;
+    else if (CLOSERS.has(byte)) depth--;
+  }
+  return false;
+}
+
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Identifiers become VARCHAR(255) keys. */
 export const MAX_KEY_LENGTH = 255;
+/** Short texts (provider names, currencies, statuses) are VARCHAR(64). */
+export const MAX_SHORT_TEXT_LENGTH = 64;
+
+/**
+ * A UTF-16 surrogate without its pair: a JavaScript string can hold one (JSON's "\ud800" escape),
+ * but UTF-8 cannot, so the database drivers store U+FFFD instead and "X\ud800" and "X\udc00" would
+ * become one key.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why `text` cannot be stored whole as a key (or a column of `maxLength` characters), or null. */
+export function unstorableText(text: string, maxLength = MAX_KEY_LENGTH): string | null {
+  if (text.length > maxLength) return `is longer than ${maxLength} characters`;
+  if (LONE_SURROGATE.test(text)) return 'is not valid Unicode (it holds a lone UTF-16 surrogate)';
+  return null;
+}
 
 /**
  * Validates a provider-supplied identifier (event id, event type) before it becomes part of a unique
- * key: trimmed, non-empty, bounded and printable, so the database never truncates or mangles it.
+ * key: trimmed, non-empty, bounded, printable and valid Unicode, so the database never truncates or
+ * mangles it.
  */
 export function identifier(value: unknown, what: string, missingCode = 'bad_request'): string {
   const text = typeof value === 'string' ? value.trim() : typeof value === 'number' ? String(value) : '';
   if (text === '') throw new BadRequestError(`verified delivery has no ${what}`, missingCode);
-  if (text.length > MAX_KEY_LENGTH) throw new BadRequestError(`${what} is longer than ${MAX_KEY_LENGTH} characters`);
+  const unstorable = unstorableText(text);
+  if (unstorable) throw new BadRequestError(`${what} ${unstorable}`);
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${what} contains control characters`);
   return text;
 }

@@ -2,7 +2,7 @@ import type { ProviderSettings } from '../config.js';
 import type { CanonicalEvent } from '../domain/payment-event.js';
 import { ProviderNotConfiguredError, UnknownProviderError } from '../errors.js';
 import { payu } from './payu/index.js';
-import { MAX_KEY_LENGTH } from './delivery.js';
+import { unstorableText } from './delivery.js';
 import { isProviderName, PROVIDER_NAMES, type ProviderDefinition, type ProviderName, type VerifiedEvent, type Verifier } from './provider.js';
 import { razorpay } from './razorpay/index.js';
 import { stripe } from './stripe/index.js';
@@ -35,12 +35,12 @@ export class ProviderRegistry {
 
   /**
    * The payment a verified event is about, read at receipt so the claim can keep two events of one
-   * payment from running at the same time. Null for events about no payment, and for an id too long to
-   * be a key (processing will report it).
+   * payment from running at the same time. Null for events about no payment, and for an id that cannot
+   * be stored whole as a key (processing will report it).
    */
   paymentIdOf(event: VerifiedEvent): string | null {
     const canonical = this.toCanonical(event.provider, { eventType: event.eventType, payload: event.parsedPayload ?? (JSON.parse(event.payload) as unknown) });
-    return canonical.kind === 'payment' && canonical.paymentId.length <= MAX_KEY_LENGTH ? canonical.paymentId : null;
+    return canonical.kind === 'payment' && unstorableText(canonical.paymentId) === null ? canonical.paymentId : null;
   }
 
   toCanonical(provider: string, event: { eventType: string; payload: unknown }): CanonicalEvent {

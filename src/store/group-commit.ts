@@ -1,4 +1,5 @@
 import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../providers/provider.js';
 import type { DbTime, EventStatus, InboxDatabase } from './schema.js';
 import { groupBy } from './batcher.js';
@@ -55,13 +56,23 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
 export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
 
 /**
+ * Columns of any length, bound as `CAST(? AS CHAR)`. A record batch selects its rows with
+ * `SELECT ? UNION ALL SELECT ? ...`, and MariaDB types a UNION's column from its parameters: a bare
+ * string parameter (mysql2 binds strings as MYSQL_TYPE_VAR_STRING) makes it a VARCHAR, whose length
+ * the UNION's temporary table keeps in two bytes, so a value over 65,535 bytes came out with its
+ * length modulo 65,536, without an error or a warning. Cast, the column is a TEXT type sized for the
+ * value, as for a literal. Keys and numbers stay bare: they are short, and typed by their columns.
+ */
+const UNBOUNDED_TEXT_COLUMNS: ReadonlySet<keyof NewEventRow> = new Set(['payload', 'headers']);
+
+/**
  * One new event as a row to insert, unless its key was archived. The archive commits the key before
  * it deletes the row, so an insert racing it meets one or the other: the row (the unique key ignores
  * the insert) or the key (this condition drops it).
  */
 export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
   return db
-    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
+    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => (UNBOUNDED_TEXT_COLUMNS.has(column) ? sql`cast(${value(column)} as char)` : sql.val(value(column))).as(column)))
     .where(({ not, exists, selectFrom }) =>
       not(exists(selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))),
     );
@@ -98,10 +109,41 @@ async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): P
   return known;
 }
 
-/** The batch's own new rows (by key) and the rows its other events already had. */
+/**
+ * The payload's size as the database stored it, in bytes (octet_length in both stores), read by the
+ * statement that inserts the row: an acknowledgement is given only for a payload stored whole.
+ */
+export const storedPayloadBytes = sql<number | string>`octet_length(${sql.ref('payload')})`.as('payload_bytes');
+
+interface StoredRow {
+  id: number;
+  provider: string;
+  event_id: string;
+  payload_bytes: number | string;
+}
+
+/**
+ * Deletes rows just inserted whose payload the database did not store whole, each while nothing took
+ * it up yet; true when every one of them went. A deleted event is simply recorded again; one already
+ * claimed (a concurrent duplicate answered for it) fails to process, for an operator to see.
+ */
+export async function discardIncomplete(db: Kysely<InboxDatabase>, ids: number[]): Promise<boolean> {
+  const deleted = await db.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'received').where('attempts', '=', 0).executeTakeFirst();
+  return Number(deleted.numDeletedRows) === ids.length;
+}
+
+export function incompleteError(event: VerifiedEvent, storedBytes: number): RecordNotStoredError {
+  return new RecordNotStoredError(
+    `event ${event.provider}/${event.eventId}: the database stored ${storedBytes} of its ${Buffer.byteLength(event.payload)} payload bytes; not acknowledged`,
+  );
+}
+
+/** The batch's own new rows (by key), the rows its other events already had, and its events not stored whole. */
 interface BatchOutcome {
   created: Map<string, number>;
   existing: Map<string, KnownRow>;
+  /** By key: null when the row was discarded (record the event again), else why it cannot be acknowledged. */
+  incomplete: Map<string, RecordNotStoredError | null>;
 }
 
 /**
@@ -110,10 +152,10 @@ interface BatchOutcome {
  * RETURNING, which MariaDB has.
  */
 export function newEventsInsert(db: Kysely<InboxDatabase>) {
-  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, { id: number; provider: string; event_id: string }, InboxDatabase>(
+  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, StoredRow, InboxDatabase>(
     db,
     newEventSource,
-    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id']),
+    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id', storedPayloadBytes]),
     ' union all ',
   );
 }
@@ -132,34 +174,61 @@ export function recordBatchShape(size: number): number {
   return size >= power * 1.5 ? power * 1.5 : power;
 }
 
+/** Inserted rows whose payload is not the size received, by key, with the size stored. */
+function incompleteRows(unique: RecordRequest[], rows: StoredRow[]): Map<string, { id: number; storedBytes: number; event: VerifiedEvent }> {
+  const received = new Map(unique.map((r) => [eventKey(r.event.provider, r.event.eventId), r.event]));
+  const incomplete = new Map<string, { id: number; storedBytes: number; event: VerifiedEvent }>();
+  for (const row of rows) {
+    const key = eventKey(row.provider, row.event_id);
+    const event = received.get(key);
+    if (event && Number(row.payload_bytes) !== Buffer.byteLength(event.payload)) incomplete.set(key, { id: Number(row.id), storedBytes: Number(row.payload_bytes), event });
+  }
+  return incomplete;
+}
+
 /**
  * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
- * rows it inserted. An event it did not insert was stored already (or by a concurrent writer, whose
- * commit the insert waited for) or archived, and one more read finds its row.
+ * rows it inserted with the size of each stored payload. An event it did not insert was stored
+ * already (or by a concurrent writer, whose commit the insert waited for) or archived, and one more
+ * read finds its row. A row whose payload was not stored whole is discarded (see discardIncomplete).
  */
 async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
   const { rows } = await insert(unique.map(newEventRow));
-  const created = new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
-  const others = unique.filter((r) => !created.has(eventKey(r.event.provider, r.event.eventId))).map((r) => r.event);
-  return { created, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
+  const bad = incompleteRows(unique, rows);
+  const incomplete = new Map<string, RecordNotStoredError | null>();
+  if (bad.size > 0) {
+    const discarded = await discardIncomplete(db, [...bad.values()].map((row) => row.id));
+    for (const [key, row] of bad) incomplete.set(key, discarded ? null : incompleteError(row.event, row.storedBytes));
+  }
+  const created = new Map<string, number>();
+  for (const row of rows) {
+    const key = eventKey(row.provider, row.event_id);
+    if (!bad.has(key)) created.set(key, Number(row.id));
+  }
+  const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)) && !bad.has(eventKey(event.provider, event.eventId)));
+  return { created, incomplete, existing: others.length === 0 ? new Map() : await knownByKey(db, others) };
 }
 
 /**
  * Without RETURNING (MySQL): in one transaction, read which events exist (or were archived), insert
- * the others in one multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row
- * count says how many rows were new but not which, so the read before the insert decides, and the
- * count only confirms that nobody else inserted one of them in between (otherwise
- * ConcurrentInsertError).
+ * the others in one multi-row INSERT IGNORE, read back their ids and payload sizes. A multi-row
+ * insert's affected-row count says how many rows were new but not which, so the read before the
+ * insert decides, and the count only confirms that nobody else inserted one of them in between
+ * (otherwise ConcurrentInsertError). A payload not stored whole rolls the transaction back, and the
+ * store records the batch's events one by one.
  */
 async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
   return db.transaction().execute(async (tx) => {
     const existing = await knownByKey(tx, unique.map((r) => r.event));
     const missing = unique.filter((r) => !existing.has(eventKey(r.event.provider, r.event.eventId)));
-    if (missing.length === 0) return { existing, created: new Map() };
+    if (missing.length === 0) return { existing, created: new Map(), incomplete: new Map() };
     const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
-    const created = await knownByKey(tx, missing.map((r) => r.event));
-    return { existing, created: new Map([...created].map(([key, row]) => [key, row.id])) };
+    const rows = await tx.selectFrom('webhook_events').select(['id', 'provider', 'event_id', storedPayloadBytes]).where(whereKeys(missing.map((r) => r.event))).execute();
+    const bad = incompleteRows(missing, rows);
+    const [incomplete] = bad.values();
+    if (incomplete) throw incompleteError(incomplete.event, incomplete.storedBytes);
+    return { existing, created: new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)])), incomplete: new Map() };
   });
 }
 
@@ -168,10 +237,11 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
  * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
  * which matters as soon as a round trip to the database costs (bench/NOTES.md, eighth session).
  * Within the batch, the first request for an event records it; the others are its duplicates. An
- * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered null,
- * for the caller to record alone; the batch's other answers stand.
+ * event whose row the database neither inserted nor holds (see RecordNotStoredError), or whose
+ * payload it stored incomplete and let go, is answered null, for the caller to record alone; one
+ * whose incomplete row stays gets its error. The batch's other answers stand.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | null>> {
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | RecordNotStoredError | null>> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -179,12 +249,13 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
-  const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
+  const { created, existing, incomplete } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
-  return requests.map((request): RecordResult | null => {
+  return requests.map((request): RecordResult | RecordNotStoredError | null => {
     const key = eventKey(request.event.provider, request.event.eventId);
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
+    if (incomplete.has(key)) return incomplete.get(key)!;
     const row = existing.get(key);
     return row ? { outcome: 'duplicate', id: row.id, status: row.status } : null;
   });

@@ -5,7 +5,21 @@ import type { ProviderName, VerifiedEvent } from '../providers/provider.js';
 import type { StoreBackend } from './backend.js';
 import { Batcher } from './batcher.js';
 import { compiledStatement } from './compiled-statement.js';
-import { eventKey, NEW_EVENT_COLUMNS, newEventRow, newEventsInsert, newEventSource, recordBatch, recordBatchShape, type NewEventRow, type NewEventsInsert, type RecordRequest } from './group-commit.js';
+import {
+  discardIncomplete,
+  eventKey,
+  incompleteError,
+  storedPayloadBytes,
+  NEW_EVENT_COLUMNS,
+  newEventRow,
+  newEventsInsert,
+  newEventSource,
+  recordBatch,
+  recordBatchShape,
+  type NewEventRow,
+  type NewEventsInsert,
+  type RecordRequest,
+} from './group-commit.js';
 import { inboxMigrations } from './migrations.js';
 import { releasePaymentLeases, type PaymentRef } from './payment-leases.js';
 import { claimsByOwner, type ClaimRequest } from './lease.js';
@@ -63,6 +77,7 @@ export class KyselyInboxStore implements InboxStore {
   private readonly insertNewEvents: NewEventsInsert;
   private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
   private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
+  private readonly selectPayloadBytes: (row: { id: number }) => Promise<QueryResult<{ payload_bytes: number | string }>>;
 
   /**
    * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
@@ -106,6 +121,9 @@ export class KyselyInboxStore implements InboxStore {
     this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
       db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
     );
+    this.selectPayloadBytes = compiledStatement<{ id: number }, { payload_bytes: number | string }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('webhook_events').select(storedPayloadBytes).where('id', '=', value('id')),
+    );
   }
 
   async migrate(): Promise<string[]> {
@@ -145,18 +163,17 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
-    // A lone event runs the statement compiled at start, one autocommit round trip.
     const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
     if (requests.length === 1) return alone();
     try {
       const returning = await this.insertReturning();
       if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
       const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return await Promise.allSettled(results.map((result, i) => result ?? this.recordOne(requests[i]!)));
+      return await Promise.allSettled(results.map((result, i) => (result instanceof RecordNotStoredError ? Promise.reject(result) : (result ?? this.recordOne(requests[i]!)))));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
-      // bad one fails.
+      // events (ConcurrentInsertError), a payload stored incomplete (rolled back), or one row the
+      // database refuses: each event alone, so only a bad one fails.
       if (this.dialect.isUnavailable(error)) throw this.translate(error);
       return alone();
     }
@@ -172,14 +189,15 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   /**
-   * One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. A row
-   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch leaves
+   * One event, one autocommit statement. A row that was neither inserted nor found, or whose payload
+   * was stored incomplete and discarded, is inserted again (see RecordNotStoredError); a batch leaves
    * such an event to this.
    */
   private async recordOne(request: RecordRequest): Promise<RecordResult> {
     const { event } = request;
     for (let attempt = 1; ; attempt++) {
-      const result = await this.guard(() => this.insertOrFind(request));
+      const result = await this.guard(() => this.insertOne(request));
+      if (result instanceof RecordNotStoredError) throw result;
       if (result) return result;
       if (attempt === RECORD_ATTEMPTS) {
         throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
@@ -187,11 +205,24 @@ export class KyselyInboxStore implements InboxStore {
     }
   }
 
-  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
-  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
+  /**
+   * Where the database has RETURNING, the batch statement for one row: it reads the stored payload's
+   * size as it inserts. Otherwise (MySQL) an INSERT IGNORE whose affected-row count tells new from
+   * duplicate, and a read of the new row's payload size.
+   */
+  private async insertOne(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
+    if (await this.insertReturning()) return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
+    return this.insertOrFind(request);
+  }
+
+  /** The event's result, or null when the database neither inserted its row whole nor has one for its key. */
+  private async insertOrFind(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
     const inserted = await this.insertNewEvent(newEventRow(request));
     if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
-      return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
+      const id = Number(inserted.insertId);
+      const storedBytes = Number((await this.selectPayloadBytes({ id })).rows[0]?.payload_bytes);
+      if (storedBytes === Buffer.byteLength(request.event.payload)) return { outcome: 'recorded', id, status: 'received' };
+      return (await discardIncomplete(this.ackDb, [id])) ? null : incompleteError(request.event, storedBytes);
     }
     const key = { provider: request.event.provider, event_id: request.event.eventId };
     const existing = (await this.selectEventByKey(key)).rows[0];

@@ -30,7 +30,7 @@ const CASES: Array<{ name: string; status: number; error: string; request: () =>
   { name: 'PayU: text/plain body', status: 415, error: 'unsupported_media_type', request: () => ({ ...payuDelivery(payuFields), headers: { 'content-type': 'text/plain' } }) },
   { name: 'PayU: malformed JSON', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/json' }, body: '{"mihpayid":' }) },
   { name: 'PayU: form body that is not UTF-8', status: 400, error: 'malformed_body', request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x6b, 0x65, 0x79, 0x3d, 0xff, 0xfe]) }) },
-  { name: 'PayU: signed but no mihpayid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, mihpayid: '  ' }) },
+  { name: 'PayU: signed but no txnid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, txnid: '  ' }) },
   { name: 'oversized body (2 MiB)', status: 413, error: 'payload_too_large', request: () => ({ ...validStripe(), body: `{"id":"evt_big","pad":"${'x'.repeat(2 * 1024 * 1024)}"}` }) },
   { name: 'unknown provider', status: 404, error: 'unknown_provider', request: () => ({ ...validStripe(), path: '/webhooks/paypal' }) },
 ];
