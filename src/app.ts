@@ -11,6 +11,7 @@ import { paymentApplier, type EventApplier, type PaymentHandlers } from './domai
 import { installErrorHandling } from './http/errors.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
+import { httpServerOptions, routeEveryMethod } from './http/server-options.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
 import { scheduleOperations } from './ops/schedule.js';
@@ -91,10 +92,12 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     genReqId: requestId,
     // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
     logController: new LogController({ disableRequestLogging: true }),
+    ...httpServerOptions(config.http),
   });
+  routeEveryMethod(app);
   installErrorHandling(app);
   echoRequestId(app);
-  await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes });
+  await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes, payuBodyLimitBytes: config.payuBodyLimitBytes });
   await app.register(opsRoutes, { inbox });
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
   return app;

@@ -58,7 +58,9 @@ export class StoreUnavailableError extends InboxError {
  * The database neither stored the event's row nor holds one for its key: it dropped the insert without
  * an error, as INSERT IGNORE does with any row error. MariaDB with innodb_autoinc_lock_mode=2 (which
  * Galera requires) does so under concurrent INSERT ... SELECT, when it hands out an id already taken.
- * The record is tried again; if the row still is not there, the provider should retry.
+ * The record is tried again; if the row still is not there, the provider should retry. Also: the
+ * database stored the payload with another size than was received, and the row could not be taken
+ * back; the delivery is not acknowledged.
  */
 export class RecordNotStoredError extends InboxError {
   constructor(message: string) {

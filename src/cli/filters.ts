@@ -19,7 +19,7 @@ export interface ListingFlags {
 export function listingOptions(command: Command, { rows, written, limit }: { rows: string; written: string; limit: number }): Command {
   return command
     .option('--provider <name>', PROVIDER_NAMES.join(', '), choiceOption(PROVIDER_NAMES))
-    .option('--payment <id>', "only those of one payment: the provider's payment id (pi_..., pay_..., a PayU mihpayid)")
+    .option('--payment <id>', "only those of one payment: the provider's payment id (pi_..., pay_..., a PayU txnid)")
     .option('--since <when>', `${written} at or after: a duration ago (24h, 7d) or a date (2024-05-01)`, timeOption)
     .option('--until <when>', `${written} before: a duration ago or a date`, timeOption)
     .option('--limit <n>', `at most this many ${rows}`, positiveIntegerOption, limit)

@@ -69,6 +69,10 @@ export class EnvReader {
     this.problems.push(message);
   }
 
+  problemCount(): number {
+    return this.problems.length;
+  }
+
   isSet(name: string): boolean {
     return this.raw(name) !== undefined;
   }

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
-import type { Config, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
+import type { Config, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
@@ -13,6 +13,8 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
  * trip (docs/performance.md has the measurements).
  */
 export const DEFAULT_RECORD_CONNECTIONS = 2;
+/** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
+export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -55,6 +57,8 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
     migrateOnStart: read.boolean('MIGRATE_ON_START', true),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    payuBodyLimitBytes: read.integer('PAYU_BODY_LIMIT_BYTES', DEFAULT_PAYU_BODY_LIMIT_BYTES, { min: 1024, max: 1024 * 1024, hint: 'PayU callbacks are a few KB' }),
+    http: readHttp(read),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownTimeoutMs: read.integer('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0, max: 600_000 }),
     heapGrowthPercent: read.integer('HEAP_GROWTH_PERCENT', 60, { min: 0, max: 1000, hint: '0 leaves the growth to V8' }),
@@ -80,6 +84,17 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return { config, variables: [...read.variables.values()] };
+}
+
+function readHttp(read: EnvReader): HttpSettings {
+  const problemsBefore = read.problemCount();
+  const headersTimeoutMs = read.integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  const requestTimeoutMs = read.integer('HTTP_REQUEST_TIMEOUT_MS', 15_000, { min: 100, max: 3_600_000 });
+  // Compared only when both were read: a bad value is reported once, not again as a bad pair.
+  if (read.problemCount() === problemsBefore && requestTimeoutMs < headersTimeoutMs) {
+    read.problem('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS (the headers are part of the request)');
+  }
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: read.integer('HTTP_IDLE_TIMEOUT_MS', 72_000, { min: 100, max: 3_600_000 }) };
 }
 
 function readPayu(read: EnvReader): PayuSettings | null {

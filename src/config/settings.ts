@@ -71,6 +71,16 @@ export interface OutboxSettings {
   fulfilment: FulfilmentSettings | null;
 }
 
+/** Bounds on how long the HTTP server waits for a client (slow or stalled requests, idle connections). */
+export interface HttpSettings {
+  /** From the first byte of a request to the end of its headers. */
+  headersTimeoutMs: number;
+  /** From the first byte of a request to the end of its body. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection with no request in flight. */
+  idleTimeoutMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -80,6 +90,9 @@ export interface Config {
   dbRecordConnections: number;
   migrateOnStart: boolean;
   bodyLimitBytes: number;
+  /** PayU's own body limit: its callbacks are a few KB, and must be parsed before they can be verified. */
+  payuBodyLimitBytes: number;
+  http: HttpSettings;
   logLevel: string;
   shutdownTimeoutMs: number;
   /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */

@@ -1,4 +1,5 @@
 import type { Kysely, Migration, RawBuilder } from 'kysely';
+import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 
 /** The column types that differ between SQL dialects; each store backend supplies its own. */
 export interface ColumnTypes {
@@ -159,5 +160,6 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
         for (const [name, type] of columns) await db.schema.alterTable('outbox').addColumn(name, type).execute();
       },
     },
+    '0006_payu_transaction_keys': { up: rekeyPayuByTransaction },
   };
 }

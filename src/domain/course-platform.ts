@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
+import { MAX_KEY_LENGTH } from '../model/delivery.js';
 import type { InboxDatabase } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
 import { perBatch } from '../store/complete.js';
@@ -13,17 +15,27 @@ export const COURSE_EFFECTS = {
   cancellation: 'fulfilment_cancellation',
 } as const;
 
-/** Idempotency keys derive from the payment, never from the event or the attempt. */
+/**
+ * Idempotency keys derive from the payment, never from the event or the attempt:
+ * `<effect>:<provider>:<payment id>`. A payment id may take the key column's 255 characters, so a key
+ * that would be longer ends in the SHA-256 of the whole key instead (`<effect>:<provider>:sha256:<hex>`):
+ * INSERT IGNORE would cut it, and two payments whose ids share a prefix would share one effect.
+ */
+function effectKey(effect: string, provider: string, paymentId: string): string {
+  const key = `${effect}:${provider}:${paymentId}`;
+  return key.length <= MAX_KEY_LENGTH ? key : `${effect}:${provider}:sha256:${createHash('sha256').update(key).digest('hex')}`;
+}
+
 export function receiptKey(provider: string, paymentId: string): string {
-  return `receipt:${provider}:${paymentId}`;
+  return effectKey('receipt', provider, paymentId);
 }
 
 export function fulfilmentKey(provider: string, paymentId: string): string {
-  return `fulfilment:${provider}:${paymentId}`;
+  return effectKey('fulfilment', provider, paymentId);
 }
 
 export function cancellationKey(provider: string, paymentId: string): string {
-  return `fulfilment-cancel:${provider}:${paymentId}`;
+  return effectKey('fulfilment-cancel', provider, paymentId);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import { toEventState } from '../store/kysely-store.js';
+import { toEventState } from '../store/event-queries.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { EventState } from '../store/inbox-store.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';

@@ -58,7 +58,8 @@ export class Processor {
     }
 
     const started = clock.now().getTime();
-    const attempt = await this.attempt(lease, event, log);
+    // Retrying cannot make a stored row readable.
+    const attempt = claimed.unreadable === undefined ? await this.attempt(lease, event, log) : await this.recordFailure(lease, claimed.unreadable, null, log);
     const processingMs = clock.now().getTime() - started;
     const result: AttemptResult = attempt.result === 'failed' && attempt.retryAt ? 'retry_scheduled' : attempt.result;
     metrics.attemptFinished({ provider: event.provider, result, attempt: lease.attempts, seconds: processingMs / 1000 });

@@ -43,6 +43,11 @@ export interface ClaimedEvent {
   event: InboxEvent;
   /** The event was in `processing` under an expired lease: its previous worker died or stalled. */
   takeover: boolean;
+  /**
+   * Why the stored row cannot be read (its payload is not valid JSON, say), when it cannot: the
+   * attempt then fails with this reason and no retry, for an operator, and `event.payload` is null.
+   */
+  unreadable?: string;
 }
 
 export interface EventState {

@@ -13,7 +13,7 @@ export function registerPaymentsCommands(program: Command): void {
     .command('show')
     .description('one payment: its state, its events in the order received, its order, enrollment and outbox rows')
     .addArgument(new Argument('<provider>', 'the provider').choices(PROVIDER_NAMES))
-    .argument('<payment-id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU mihpayid)")
+    .argument('<payment-id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU txnid)")
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
       const detail = await withInbox(configOrExit().config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId));

@@ -37,7 +37,14 @@ await describeEachStore('store contract', (suite) => {
   const { clock } = suite;
   before(() => {
     ({ store } = suite);
-    assert.deepEqual(suite.migrated, ['0001_webhook_events', '0002_course_platform', '0003_payment_leases', '0004_operations', '0005_outbox_dispatch']);
+    assert.deepEqual(suite.migrated, [
+      '0001_webhook_events',
+      '0002_course_platform',
+      '0003_payment_leases',
+      '0004_operations',
+      '0005_outbox_dispatch',
+      '0006_payu_transaction_keys',
+    ]);
   });
 
   test('migrations are versioned: a second run applies nothing', async () => {

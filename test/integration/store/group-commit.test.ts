@@ -5,14 +5,14 @@ import { createConnection } from 'mysql2/promise';
 import type { PaymentEvent } from '../../../src/model/payment-event.js';
 import { coursePlatform } from '../../../src/domain/course-platform.js';
 import { advancePayment } from '../../../src/domain/payments.js';
-import { LeaseLostError, StoreUnavailableError } from '../../../src/errors.js';
+import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
-import { ConcurrentInsertError, newEventsInsert, recordBatch } from '../../../src/store/record.js';
+import { ConcurrentInsertError, newEventsInsert, recordBatch, type NewEventsInsert } from '../../../src/store/record.js';
 import { hasInsertReturning, mysqlBackend } from '../../../src/db/mysql/backend.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import type { CompletionBatch, InboxStore, Lease } from '../../../src/store/inbox-store.js';
+import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { TestClock } from '../../support/harness.js';
@@ -187,7 +187,7 @@ await describeEachStore('group commit', (suite) => {
       const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
       const watched = store.db.withPlugin(counter);
       const insert = returning ? newEventsInsert(watched) : null;
-      const results = await recordBatch(watched, requests(names), insert);
+      const results = (await recordBatch(watched, requests(names), insert)) as Array<RecordResult | null>;
       assert.deepEqual(
         results.map((r) => r?.outcome),
         ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
@@ -214,7 +214,7 @@ await describeEachStore('group commit', (suite) => {
       const insert = returning ? newEventsInsert(store.db) : null;
       const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
       const answers = outcomes.flatMap((outcome, batch) => {
-        if (outcome.status === 'fulfilled') return outcome.value.map((result, i) => ({ name: orders[batch]![i]!, ...result }));
+        if (outcome.status === 'fulfilled') return (outcome.value as RecordResult[]).map((result, i) => ({ name: orders[batch]![i]!, ...result }));
         // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
         assert.ok(!returning && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
         return [];
@@ -231,6 +231,81 @@ await describeEachStore('group commit', (suite) => {
       }
     });
   }
+
+  if (suite.backend === 'mysql') {
+    test('this MariaDB with mysql2 cuts a string bound bare in a prepared UNION to its length modulo 65,536; cast as the record batch binds it, it comes through whole', async () => {
+      const prepared = mysqlBackend.connect(db.url, { poolSize: 1, preparedStatements: true });
+      try {
+        for (const bytes of [65_535, 65_536, 65_537, 70_000, 1 << 20]) {
+          const value = 'x'.repeat(bytes);
+          const bare = await sql<{ v: string }>`select ${value} as v union all select ${'y'}`.execute(prepared);
+          const cast = await sql<{ v: string }>`select cast(${value} as char) as v union all select cast(${'y'} as char)`.execute(prepared);
+          assert.equal(bare.rows[0]!.v.length, bytes % 65_536, `${bytes} bytes bound bare`);
+          assert.equal(cast.rows[0]!.v.length, bytes, `${bytes} bytes bound cast`);
+        }
+      } finally {
+        await prepared.destroy();
+      }
+    });
+  }
+
+  test('payloads of 64 KiB +/- 1 and of 1 MiB and more, recorded alone and in batches with small ones, are stored byte for byte', async () => {
+    // Multi-byte text: bytes and characters differ, and so would a cut counted in either.
+    const sized = (bytes: number) => `{"pad":"${'\u00e9'.repeat(Math.floor((bytes - 10) / 2))}${'x'.repeat((bytes - 10) % 2)}"}`;
+    const sizes = [65_535, 65_536, 65_537, 70_000, 1 << 20, 3 << 20];
+    const events = sizes.flatMap((bytes, i) => [{ ...verified(`gc_large_${i}`), payload: sized(bytes) }, verified(`gc_small_${i}_a`), verified(`gc_small_${i}_b`)]);
+    const alone = { ...verified('gc_large_alone'), payload: sized(70_000) };
+    const results = await Promise.all([...events, alone].map((event) => store.record(event)));
+    assert.ok(results.every((r) => r.outcome === 'recorded'));
+    for (const event of [...events, alone]) {
+      const row = await store.db
+        .selectFrom('webhook_events')
+        .select('payload')
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
+        .executeTakeFirstOrThrow();
+      assert.equal(Buffer.byteLength(row.payload), Buffer.byteLength(event.payload), `${event.eventId}: stored size`);
+      assert.ok(row.payload === event.payload, `${event.eventId}: stored byte for byte`);
+    }
+  });
+
+  test('a payload the database stores with another size is not acknowledged: its row is discarded and recorded again, or, once taken up, its delivery fails', async () => {
+    const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
+    const insert = newEventsInsert(store.db);
+    // A driver or server that loses bytes on the way in; `then` runs before the batch reads its answer.
+    const cutting =
+      (then: () => Promise<unknown> = async () => undefined): NewEventsInsert =>
+      async (rows) => {
+        const result = await insert(rows.map((row) => (row.event_id.startsWith('cut_') ? { ...row, payload: row.payload.slice(0, 5) } : row)));
+        await then();
+        return result;
+      };
+    const [cut, whole] = await recordBatch(store.db, requests(['cut_discarded', 'gc_whole']), cutting());
+    assert.equal(cut, null, 'no answer: the caller records it again');
+    assert.equal(await store.findEvent('razorpay', 'cut_discarded'), null, 'its row is gone');
+    assert.equal((whole as RecordResult).outcome, 'recorded');
+
+    const takenUp = cutting(() => store.db.updateTable('webhook_events').set({ status: 'processing', attempts: 1 }).where('event_id', '=', 'cut_taken').execute());
+    const [refused] = await recordBatch(store.db, requests(['cut_taken']), takenUp);
+    assert.ok(refused instanceof RecordNotStoredError, JSON.stringify(refused));
+    assert.match(refused.message, /stored 5 of its 18 payload bytes; not acknowledged/);
+  });
+
+  test('a stored row that cannot be read is claimed with its reason; the other events of its claim batch are claimed as usual', async () => {
+    const broken = await store.record({ ...verified('gc_unreadable'), payload: '{"id":"gc_unrea' });
+    const readable = await Promise.all(['gc_readable_1', 'gc_readable_2'].map((name) => store.record(verified(name))));
+    const claims = await Promise.all([broken, ...readable].map(({ id }) => store.claim(id, 'worker', LEASE_MS)));
+    assert.ok(
+      claims.every((claim) => claim !== null),
+      'all three claimed',
+    );
+    assert.match(claims[0]!.unreadable ?? '', /^the stored event cannot be read: its payload \(15 bytes stored\) is not valid JSON/);
+    assert.equal(claims[0]!.event.payload, null);
+    for (const [i, claim] of claims.slice(1).entries()) {
+      assert.equal(claim.unreadable, undefined);
+      assert.deepEqual(claim.event.payload, { id: `gc_readable_${i + 1}` });
+    }
+  });
 
   test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
     const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
