@@ -22,8 +22,8 @@ const LAYERS = [
   ['src/cli/', 'src/index.ts'], // the command line and the library surface
 ];
 
-const escape = (path) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const pattern = (paths) => `^(${paths.map((p) => escape(p) + (p.endsWith('/') ? '' : '$')).join('|')})`;
+const escapeRegExp = (path) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const pattern = (paths) => `^(${paths.map((p) => escapeRegExp(p) + (p.endsWith('/') ? '' : '$')).join('|')})`;
 
 const layerRules = LAYERS.slice(0, -1).map((layer, index) => ({
   name: `layer-${index}-imports-down`,

@@ -32,7 +32,8 @@ export default tseslint.config(
   },
   // Test doubles implement ports with methods that do nothing.
   { files: ['test/**/*.ts'], rules: { '@typescript-eslint/no-empty-function': ['error', { allow: ['methods', 'asyncFunctions', 'asyncMethods', 'arrowFunctions'] }] } },
-  { files: ['**/*.js', '**/*.mjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.js', '**/*.mjs', '**/*.cjs'], extends: [tseslint.configs.disableTypeChecked] },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
   // The bin is plain JavaScript run by Node.
   { files: ['bin/**/*.js'], languageOptions: { globals: { console: 'readonly', process: 'readonly' } } },
 );

@@ -10,7 +10,7 @@ export type Provider = 'stripe' | 'razorpay' | 'payu';
 /** One event as a provider would send it: its id, what it says about the payment, and how to sign it. */
 export interface SimulatedEvent {
   provider: Provider;
-  /** The id the receiver keys the event by (PayU: mihpayid:status). */
+  /** The id the receiver keys the event by (PayU: txnid:status). */
   eventId: string;
   type: string;
   paymentId: string;

@@ -7,12 +7,15 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/settings.js';
 import { coursePlatform } from './course-platform/course-platform.js';
 import type { InboxDatabase } from './db/schema.js';
+import { maskUrl } from './config/display.js';
+import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
 import { forwarding } from './forwarding/forwarding.js';
 import { installErrorHandling } from './http/errors.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
+import { httpServerOptions, routeEveryMethod } from './http/server-options.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
 import { scheduleOperations } from './ops/schedule.js';
@@ -30,6 +33,7 @@ import { BackgroundWorkers } from './processing/background-workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
 import { openStore } from './store/open-store.js';
+import type { InboxStore } from './store/inbox-store.js';
 
 /**
  * `DB` is the database as your handlers know it: the inbox's tables and yours
@@ -118,10 +122,12 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     genReqId: requestId,
     // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
     logController: new LogController({ disableRequestLogging: true }),
+    ...httpServerOptions(config.http),
   });
+  routeEveryMethod(app);
   installErrorHandling(app);
   echoRequestId(app);
-  await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes });
+  await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes, payuBodyLimitBytes: config.payuBodyLimitBytes });
   await app.register(opsRoutes, { inbox });
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
   return app;
@@ -156,8 +162,30 @@ export async function startWorkers<DB extends InboxDatabase = InboxDatabase>(con
 async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
   const inbox = createInbox(config, options);
   if (config.migrateOnStart) {
-    const applied = await inbox.store.migrate();
-    if (applied.length > 0) inbox.logger.info({ migrations: applied }, 'migrations applied');
+    try {
+      const applied = await migrateStore(inbox.store, config.databaseUrl);
+      if (applied.length > 0) inbox.logger.info({ migrations: applied }, 'migrations applied');
+    } catch (error) {
+      await inbox.stop(0);
+      throw error;
+    }
   }
   return inbox;
+}
+
+/** Applies pending migrations; a failure is reported as a databaseFailure. */
+export async function migrateStore(store: InboxStore, databaseUrl: string): Promise<string[]> {
+  try {
+    return await store.migrate();
+  } catch (error) {
+    throw databaseFailure(databaseUrl, error);
+  }
+}
+
+/**
+ * A database that cannot be reached or set up, as an operator must read it at start: one line naming
+ * DATABASE_URL (its password masked) and what the server said.
+ */
+export function databaseFailure(databaseUrl: string, error: unknown): Error {
+  return new Error(`cannot use DATABASE_URL ${maskUrl(databaseUrl)}: ${describeError(error)}`, { cause: error });
 }

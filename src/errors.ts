@@ -58,7 +58,9 @@ export class StoreUnavailableError extends InboxError {
  * The database neither stored the event's row nor holds one for its key: it dropped the insert without
  * an error, as INSERT IGNORE does with any row error. MariaDB with innodb_autoinc_lock_mode=2 (which
  * Galera requires) does so under concurrent INSERT ... SELECT, when it hands out an id already taken.
- * The record is tried again; if the row still is not there, the provider should retry.
+ * The record is tried again; if the row still is not there, the provider should retry. Also: the
+ * database stored the payload with another size than was received, and the row could not be taken
+ * back; the delivery is not acknowledged.
  */
 export class RecordNotStoredError extends InboxError {
   constructor(message: string) {
@@ -107,4 +109,33 @@ export class PermanentError extends InboxError {
   constructor(message: string) {
     super('permanent_failure', 422, message);
   }
+}
+
+/**
+ * An error's message followed by its causes', e.g. "fetch failed: connect ECONNREFUSED 127.0.0.1:9":
+ * fetch, undici and the database drivers put the reason in `cause`. A cause the text already says is
+ * left out, and an AggregateError without a message (a connection tried on several addresses) says
+ * what each attempt met. Used wherever an error leaves the code: stored errors, logs, CLI output.
+ */
+export function describeError(error: unknown): string {
+  const parts: string[] = [];
+  const seen = new Set<unknown>();
+  for (let current = error; current !== undefined && current !== null && !seen.has(current); current = causeOf(current)) {
+    seen.add(current);
+    const text = ownText(current);
+    if (text !== '' && !parts.some((part) => part.includes(text))) parts.push(text);
+  }
+  return parts.join(': ') || String(error);
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof Error ? error.cause : undefined;
+}
+
+function ownText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  if (error.message !== '') return error.message;
+  if (error instanceof AggregateError && error.errors.length > 0) return [...new Set(error.errors.map(describeError))].join('; ');
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : error.name;
 }

@@ -1,8 +1,8 @@
 import { InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
-import { createInbox } from '../app.js';
-import { loadConfig } from '../config/load.js';
-import { readEnvironment } from '../config/environment.js';
+import { createInbox, databaseFailure, migrateStore } from '../app.js';
+import { readConfig } from '../config/load.js';
+import { readEnvironment, type ConfigVariable } from '../config/environment.js';
 import { type Config } from '../config/settings.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
@@ -12,11 +12,14 @@ import { parseDuration, parseTimeReference } from '../config/duration.js';
 export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
-/** The configuration from the environment over the .env file (`file`: which one, if any). */
-export function configOrExit(): { config: Config; file: string | null } {
+/**
+ * The configuration from the environment over the .env file (`file`: which one, if any), and the
+ * variables it was read from.
+ */
+export function configOrExit(): { config: Config; variables: ConfigVariable[]; file: string | null } {
   try {
-    const { variables, file } = readEnvironment();
-    return { config: loadConfig(variables), file };
+    const environment = readEnvironment();
+    return { ...readConfig(environment.variables), file: environment.file };
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -35,8 +38,10 @@ export async function withInbox<T>(config: Config, run: (inbox: Inbox) => Promis
   const level = process.env.LOG_LEVEL ? config.logLevel : 'warn';
   const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })) });
   try {
-    if (config.migrateOnStart) await inbox.store.migrate();
+    if (config.migrateOnStart) await migrateStore(inbox.store, config.databaseUrl);
     return await run(inbox);
+  } catch (error) {
+    throw inbox.store.isUnavailable(error) ? databaseFailure(config.databaseUrl, error) : error;
   } finally {
     // Not just the store: a Redis connection (REDIS_URL) would keep the command from exiting.
     await inbox.stop(0);

@@ -1,24 +1,31 @@
 import '../supported-node.js';
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
-import { createApp, startWorkers } from '../app.js';
-import { formatConfig, maskedConfig } from '../config/display.js';
-import { StoreUnavailableError } from '../errors.js';
+import { createApp, migrateStore, startWorkers } from '../app.js';
+import { maskedConfig, maskedVariables, variableLines } from '../config/display.js';
+import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { registerArchiveCommands } from './commands/archive.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
 import { registerOutboxCommand } from './commands/outbox.js';
+import { registerPaymentsCommands } from './commands/payments.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
+import { printJson } from './output.js';
+
+/** The package's own version; package.json sits two levels up from src/cli and from dist/cli alike. */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Thin commands: parse arguments, load the config, call the library, set the exit code. */
 const program = new Command()
   .name('webhook-inbox')
   .description('Receive, verify, record and process payment webhooks exactly once')
+  .version(version, '-V, --version', 'print the version')
   .showHelpAfterError()
   // Bad usage exits 2, so scripts can tell it from "the check found something" (1).
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE));
@@ -37,7 +44,7 @@ program
       await app.listen({ host: config.host, port: config.port });
     } catch (error) {
       await app.close();
-      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${describeError(error)}`, { cause: error });
     }
   });
 
@@ -78,25 +85,27 @@ function stopOnSignal(logger: Logger, timeoutMs: number, stop: () => Promise<unk
 program
   .command('migrate')
   .description('apply pending database migrations and exit')
-  .action(async () => {
+  .option('--json', 'print JSON: {"applied": [<migration names>]}')
+  .action(async (options: { json?: boolean }) => {
     const { config } = configOrExit();
     // The store of the inbox the service would run: its migrations with those of its domains.
-    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => inbox.store.migrate());
-    console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
+    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => migrateStore(inbox.store, config.databaseUrl));
+    if (options.json) printJson({ applied });
+    else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
 
 program
   .command('config')
-  .description('print the effective configuration (environment over .env), secrets masked')
+  .description('print the effective configuration as the variables that set it (environment over .env), secrets masked')
   .option('--json', 'print JSON')
   .action((options: { json?: boolean }) => {
-    const { config, file } = configOrExit();
-    const masked = maskedConfig(config);
-    if (options.json) console.log(JSON.stringify({ envFile: file, config: masked }, null, 2));
-    else console.log([`# env file: ${file ?? 'none'}`, ...formatConfig(masked)].join('\n'));
+    const { config, variables, file } = configOrExit();
+    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config) });
+    else console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...variableLines(variables)].join('\n'));
   });
 
 registerEventsCommands(program);
+registerPaymentsCommands(program);
 registerReplayCommand(program);
 registerStuckCommand(program);
 registerArchiveCommands(program);
@@ -104,10 +113,20 @@ registerSendCommand(program);
 registerDemoCommand(program);
 registerOutboxCommand(program, () => configOrExit().config);
 
-program.parseAsync().catch((error: unknown) => {
-  const message = error instanceof Error ? error.message : String(error);
-  const hint = error instanceof StoreUnavailableError ? ' (check DATABASE_URL and that the server is running)' : '';
-  console.error(`webhook-inbox: ${message}${hint}`);
-  const usage = error instanceof CommanderError || (error instanceof OperationError && error.code === 'bad_argument');
-  process.exit(usage ? EXIT_USAGE : EXIT_FAILED);
+let finished = false;
+// A command waiting on a promise that never settles (a driver that drops a callback) would end with the
+// event loop, exit code 0 and nothing said; a supervisor or a script must see it fail.
+process.once('beforeExit', () => {
+  if (finished) return;
+  console.error('webhook-inbox: the command ended without finishing: something it waited for never answered');
+  process.exit(EXIT_FAILED);
 });
+
+program
+  .parseAsync()
+  .then(() => (finished = true))
+  .catch((error: unknown) => {
+    console.error(`webhook-inbox: ${describeError(error)}`);
+    const usage = error instanceof CommanderError || (error instanceof OperationError && error.code === 'bad_argument');
+    process.exit(usage ? EXIT_USAGE : EXIT_FAILED);
+  });

@@ -1,44 +1,61 @@
 /** How commands print: aligned tables for people, JSON for scripts, a progress bar only on a terminal. */
+import { toDbTime } from '../db/schema.js';
 
 const MAX_CELL = 60;
 
-export type Column<T> = [header: string, cell: (row: T) => unknown];
+/** A table column: its header, its cell, and `whole` for one never cut (an error: the part an operator must read). */
+export type Column<T> = [header: string, cell: (row: T) => unknown, whole?: 'whole'];
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
 
 export function printTable<T>(rows: T[], columns: Array<Column<T>>): void {
-  const cells = rows.map((row) => columns.map(([, cell]) => text(cell(row))));
+  process.stdout.write(`${tableText(rows, columns)}\n`);
+}
+
+/** Aligned columns under upper-case headers, one line per row, each cell on one line and cut at MAX_CELL unless `whole`. */
+export function tableText<T>(rows: T[], columns: Array<Column<T>>): string {
+  const cells = rows.map((row) =>
+    columns.map(([, cell, whole]) => {
+      const text = shown(cell(row)).replace(/\s+/g, ' ');
+      return whole ? text : cut(text);
+    }),
+  );
   const widths = columns.map(([header], i) => Math.max(header.length, ...cells.map((line) => line[i]!.length)));
   const line = (values: string[]) =>
     values
       .map((v, i) => v.padEnd(widths[i]!))
       .join('  ')
       .trimEnd();
-  process.stdout.write(`${[line(columns.map(([header]) => header.toUpperCase())), ...cells.map(line)].join('\n')}\n`);
+  return [line(columns.map(([header]) => header.toUpperCase())), ...cells.map(line)].join('\n');
 }
 
-/** A value as text: dates in ISO form, objects as JSON. */
-function shown(value: unknown): string {
-  if (value instanceof Date) return value.toISOString();
+const cut = (text: string) => (text.length > MAX_CELL ? `${text.slice(0, MAX_CELL - 1)}…` : text);
+
+/**
+ * A value as printed: `-` for none, times in UTC as the database columns hold them (2024-05-01
+ * 12:00:00.000), so every table reads alike. Control characters (a payload's ANSI escapes would
+ * drive the operator's terminal) are shown as escapes, not sent.
+ */
+function asText(value: unknown): string {
+  if (value instanceof Date) return toDbTime(value);
   if (typeof value === 'string') return value;
-  if (typeof value === 'bigint') return value.toString();
-  return JSON.stringify(value) ?? '-';
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  return JSON.stringify(value) ?? '';
 }
 
-function text(value: unknown): string {
+function shown(value: unknown): string {
   if (value === null || value === undefined) return '-';
-  const single = shown(value).replace(/\s+/g, ' ');
-  return single.length > MAX_CELL ? `${single.slice(0, MAX_CELL - 1)}…` : single;
+  const text = asText(value);
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it escapes
+  return text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** "key: value" lines, for one record. */
 export function printFields(fields: Record<string, unknown>): void {
   const width = Math.max(...Object.keys(fields).map((k) => k.length));
-  for (const [key, value] of Object.entries(fields)) {
-    process.stdout.write(`${`${key}:`.padEnd(width + 2)}${value === null || value === undefined ? '-' : shown(value)}\n`);
-  }
+  for (const [key, value] of Object.entries(fields)) process.stdout.write(`${`${key}:`.padEnd(width + 2)}${shown(value)}\n`);
 }
 
 /**

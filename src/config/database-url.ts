@@ -7,6 +7,7 @@ export const DATABASE_URL_EXAMPLES = 'sqlite:./data/webhook-inbox.db or mysql://
 export type DatabaseScheme = 'sqlite' | 'mysql';
 
 const SCHEMES: Record<string, DatabaseScheme> = { 'sqlite:': 'sqlite', 'mysql:': 'mysql' };
+const POSTGRES_SCHEMES = new Set(['postgres:', 'postgresql:']);
 
 /**
  * `sqlite:path` (relative to the working directory) or `sqlite:/absolute/path`. Returns the file
@@ -37,6 +38,7 @@ export function databaseScheme(raw: string): { scheme: DatabaseScheme } | { prob
     return { problem: `is not a valid URL (expected ${DATABASE_URL_EXAMPLES})` };
   }
   const scheme = SCHEMES[url.protocol];
+  if (POSTGRES_SCHEMES.has(url.protocol)) return { problem: `names a PostgreSQL database, which is not supported: use SQLite or MySQL/MariaDB (${DATABASE_URL_EXAMPLES})` };
   if (!scheme) return { problem: `must start with sqlite: or mysql:// (got "${url.protocol}")` };
   if (scheme === 'sqlite') {
     const file = sqliteFilePath(url);

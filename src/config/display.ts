@@ -1,4 +1,5 @@
 import type { Config } from './settings.js';
+import type { ConfigVariable } from './environment.js';
 
 /** Keys whose values are credentials, whatever module adds them to the config. */
 const SECRET_KEY = /secret|salt|password|token|merchantKey|apiKey/i;
@@ -45,16 +46,34 @@ export function maskUrl(text: string): string {
   return masked === text ? MASK : masked;
 }
 
-/** One `key  value` line per setting, nested keys dotted; unconfigured sections read "not set". */
-export function formatConfig(config: Json): string[] {
-  const entries = flatten(config, '');
-  const width = Math.max(...entries.map(([key]) => key.length));
-  return entries.map(([key, value]) => `${key.padEnd(width)}  ${value}`);
+/** Each variable's value as `config` shows it: secrets and URL passwords masked; null when unset. */
+export function maskedVariables(variables: ConfigVariable[]): Record<string, { value: string | null; isDefault: boolean }> {
+  return Object.fromEntries(variables.map((variable) => [variable.name, { value: shownValue(variable), isDefault: variable.isDefault }]));
 }
 
-function flatten(value: Json, key: string): Array<[string, string]> {
-  if (value === null) return [[key, 'not set']];
-  if (Array.isArray(value)) return [[key, value.map((item) => (typeof item === 'object' ? JSON.stringify(item) : String(item))).join(', ')]];
-  if (typeof value !== 'object') return [[key, String(value)]];
-  return Object.entries(value).flatMap(([name, item]) => flatten(item, key ? `${key}.${name}` : name));
+function shownValue({ value, kind }: ConfigVariable): string | null {
+  if (value === null) return null;
+  if (kind === 'secret')
+    return value
+      .split(',')
+      .map((secret) => maskSecret(secret.trim()))
+      .join(',');
+  return kind === 'url' ? maskUrl(value) : value;
+}
+
+/**
+ * One line per variable, as a user writes it in .env (`LEASE_SECONDS=30`, quoted where .env needs
+ * it): those set first, then those left at their default (marked), then the unset ones, as comments.
+ */
+export function variableLines(variables: ConfigVariable[]): string[] {
+  const rank = (variable: ConfigVariable) => (variable.value === null ? 2 : variable.isDefault ? 1 : 0);
+  const assignments = [...variables]
+    .sort((a, b) => rank(a) - rank(b))
+    .map((variable) => {
+      const value = shownValue(variable);
+      if (value === null) return [`# ${variable.name}=`, 'not set'];
+      return [`${variable.name}=${/^[^\s#"'`\\]+$/.test(value) ? value : JSON.stringify(value)}`, variable.isDefault ? 'default' : ''];
+    });
+  const width = Math.max(...assignments.map(([assignment]) => assignment!.length));
+  return assignments.map(([assignment, note]) => (note ? `${assignment!.padEnd(width)}  # ${note}` : assignment!));
 }

@@ -48,7 +48,20 @@ export function readEnvironment(env: Env = process.env, cwd = process.cwd()): En
 /** Dot-separated DNS labels: letters, digits and inner hyphens, 63 characters at most each. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
+/** One variable as `webhook-inbox config` shows it: as set, or its default. */
+export interface ConfigVariable {
+  name: string;
+  /** The value set, else the default; null when neither. */
+  value: string | null;
+  isDefault: boolean;
+  /** Secrets and URLs (which may hold a password) are shown masked. */
+  kind: 'plain' | 'secret' | 'url';
+}
+
 export class EnvReader {
+  /** Every variable read, in the order read. */
+  readonly variables = new Map<string, ConfigVariable>();
+
   constructor(
     private readonly env: Env,
     private readonly problems: string[],
@@ -56,6 +69,10 @@ export class EnvReader {
 
   problem(message: string): void {
     this.problems.push(message);
+  }
+
+  problemCount(): number {
+    return this.problems.length;
   }
 
   isSet(name: string): boolean {
@@ -67,12 +84,19 @@ export class EnvReader {
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   }
 
-  string(name: string, fallback: string): string {
-    return this.raw(name) ?? fallback;
+  /** The variable's value, if set; noted, with the default shown when it is not, for `config`. */
+  private read(name: string, fallback: string | null, kind: ConfigVariable['kind'] = 'plain'): string | undefined {
+    const raw = this.raw(name);
+    this.variables.set(name, { name, value: raw ?? (fallback || null), isDefault: raw === undefined, kind });
+    return raw;
+  }
+
+  string(name: string, fallback: string, kind: ConfigVariable['kind'] = 'plain'): string {
+    return this.read(name, fallback, kind) ?? fallback;
   }
 
   number(name: string, fallback: number, range: NumberRange): number {
-    const raw = this.raw(name);
+    const raw = this.read(name, String(fallback));
     if (raw === undefined) return fallback;
     const value = Number(raw);
     const pattern = range.integer ? /^\d+$/ : /^\d+(\.\d+)?$/;
@@ -90,7 +114,7 @@ export class EnvReader {
   }
 
   boolean(name: string, fallback: boolean): boolean {
-    const raw = this.raw(name)?.toLowerCase();
+    const raw = this.read(name, String(fallback))?.toLowerCase();
     if (raw === undefined) return fallback;
     if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
     if (['0', 'false', 'no', 'off'].includes(raw)) return false;
@@ -99,7 +123,7 @@ export class EnvReader {
   }
 
   oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if ((allowed as readonly string[]).includes(raw)) return raw as T;
     this.problem(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
@@ -108,7 +132,7 @@ export class EnvReader {
 
   /** An IP address or a host name as DNS spells it; whether it resolves shows when the server listens. */
   host(name: string, fallback: string): string {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if (isIP(raw) === 0 && !HOST_NAME.test(raw)) {
       this.problem(`${name} must be an IP address or a host name, e.g. 0.0.0.0, 127.0.0.1 or ::1 (got "${raw}")`);
@@ -119,7 +143,7 @@ export class EnvReader {
 
   /** A secret is reported by name only: its value never reaches a message or a log. */
   optionalSecret(name: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'secret');
     if (raw !== undefined && /\s/.test(raw)) {
       this.problem(`${name} contains whitespace; paste the value exactly as the provider shows it`);
       return undefined;
@@ -129,7 +153,7 @@ export class EnvReader {
 
   /** Comma-separated secrets, so an old and a new secret can both be accepted during a rotation. */
   secretList(name: string): string[] | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'secret');
     if (raw === undefined) return undefined;
     const secrets = raw
       .split(',')
@@ -147,7 +171,7 @@ export class EnvReader {
   }
 
   duration(name: string, fallback: string): number {
-    const raw = this.raw(name) ?? fallback;
+    const raw = this.read(name, fallback) ?? fallback;
     try {
       return parseDuration(raw);
     } catch (error) {
@@ -158,7 +182,7 @@ export class EnvReader {
 
   /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
   cron(name: string, fallback: string | null): string | null {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback ?? 'off');
     if (raw === undefined) return fallback;
     if (raw.toLowerCase() === 'off') return null;
     try {
@@ -172,7 +196,7 @@ export class EnvReader {
 
   /** Any Redis key would do; a printable one without spaces catches a mistyped value. */
   streamKey(name: string, fallback: string): string {
-    const raw = this.raw(name);
+    const raw = this.read(name, fallback);
     if (raw === undefined) return fallback;
     if (/^[\w:.\-{}]{1,200}$/.test(raw)) return raw;
     this.problem(`${name} must be up to 200 letters, digits and _ : . - { } (got "${raw}")`);
@@ -181,7 +205,7 @@ export class EnvReader {
 
   /** An optional URL with one of `schemes`; the value is never echoed (it may hold a password). */
   url(name: string, schemes: string[], example: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null, 'url');
     if (raw === undefined) return undefined;
     let url: URL;
     try {
@@ -199,7 +223,7 @@ export class EnvReader {
 
   /** One address, bare or with a display name: `receipts@shop.example` or `Shop <receipts@shop.example>`. */
   mailAddress(name: string): string | undefined {
-    const raw = this.raw(name);
+    const raw = this.read(name, null);
     if (raw === undefined) return undefined;
     const addresses = addressparser(raw, { flatten: true });
     if (addresses.length !== 1 || !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(addresses[0]!.address)) {

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
-import { EnvReader, readEnvironment, type Env } from './environment.js';
-import type { Config, ForwardSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
+import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
+import type { Config, ForwardSettings, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
@@ -13,6 +13,8 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
  * trip (docs/performance.md has the measurements).
  */
 export const DEFAULT_RECORD_CONNECTIONS = 2;
+/** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
+export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -20,6 +22,11 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
  */
 export function loadConfig(env: Env = readEnvironment().variables): Config {
+  return readConfig(env).config;
+}
+
+/** The configuration and the variables it was read from, with their defaults. */
+export function readConfig(env: Env): { config: Config; variables: ConfigVariable[] } {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -50,6 +57,8 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
     migrateOnStart: read.boolean('MIGRATE_ON_START', true),
     bodyLimitBytes: read.integer('BODY_LIMIT_BYTES', 1024 * 1024, { min: 1024, max: 64 * 1024 * 1024 }),
+    payuBodyLimitBytes: read.integer('PAYU_BODY_LIMIT_BYTES', DEFAULT_PAYU_BODY_LIMIT_BYTES, { min: 1024, max: 1024 * 1024, hint: 'PayU callbacks are a few KB' }),
+    http: readHttp(read),
     logLevel: read.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     shutdownTimeoutMs: read.integer('SHUTDOWN_TIMEOUT_MS', 10_000, { min: 0, max: 600_000 }),
     heapGrowthPercent: read.integer('HEAP_GROWTH_PERCENT', 60, { min: 0, max: 1000, hint: '0 leaves the growth to V8' }),
@@ -76,7 +85,18 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
     forward: readForward(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return { config, variables: [...read.variables.values()] };
+}
+
+function readHttp(read: EnvReader): HttpSettings {
+  const problemsBefore = read.problemCount();
+  const headersTimeoutMs = read.integer('HTTP_HEADERS_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  const requestTimeoutMs = read.integer('HTTP_REQUEST_TIMEOUT_MS', 15_000, { min: 100, max: 3_600_000 });
+  // Compared only when both were read: a bad value is reported once, not again as a bad pair.
+  if (read.problemCount() === problemsBefore && requestTimeoutMs < headersTimeoutMs) {
+    read.problem('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS (the headers are part of the request)');
+  }
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: read.integer('HTTP_IDLE_TIMEOUT_MS', 72_000, { min: 100, max: 3_600_000 }) };
 }
 
 function readPayu(read: EnvReader): PayuSettings | null {
@@ -103,7 +123,11 @@ function readOperations(read: EnvReader): OperationsSettings {
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
-    stuckCheck: { cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'), olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m') },
+    stuckCheck: {
+      cron: read.cron('STUCK_CHECK_CRON', '0 9 * * *'),
+      olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
+      outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
+    },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
   };
 }
@@ -149,7 +173,7 @@ function readForward(read: EnvReader): ForwardSettings | null {
 }
 
 function readDatabaseUrl(read: EnvReader): string {
-  const raw = read.string('DATABASE_URL', DEFAULT_DATABASE_URL);
+  const raw = read.string('DATABASE_URL', DEFAULT_DATABASE_URL, 'url');
   const problem = databaseUrlProblem(raw);
   if (problem) read.problem(`DATABASE_URL ${problem}`);
   return raw;

@@ -46,7 +46,8 @@ export interface RedisSettings {
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
 export interface OperationsSettings {
   alertWebhookUrl: string | null;
-  stuckCheck: { cron: string | null; olderThanMs: number };
+  /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
+  stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 
@@ -80,6 +81,16 @@ export interface ForwardSettings {
   rawEvents: boolean;
 }
 
+/** Bounds on how long the HTTP server waits for a client (slow or stalled requests, idle connections). */
+export interface HttpSettings {
+  /** From the first byte of a request to the end of its headers. */
+  headersTimeoutMs: number;
+  /** From the first byte of a request to the end of its body. */
+  requestTimeoutMs: number;
+  /** A keep-alive connection with no request in flight. */
+  idleTimeoutMs: number;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -89,6 +100,9 @@ export interface Config {
   dbRecordConnections: number;
   migrateOnStart: boolean;
   bodyLimitBytes: number;
+  /** PayU's own body limit: its callbacks are a few KB, and must be parsed before they can be verified. */
+  payuBodyLimitBytes: number;
+  http: HttpSettings;
   logLevel: string;
   shutdownTimeoutMs: number;
   /** V8's old-generation growth after each full collection, in percent; 0 leaves V8 its own factor. */

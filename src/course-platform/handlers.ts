@@ -2,7 +2,7 @@ import { sql, type ExpressionBuilder, type Insertable, type Transaction } from '
 import { caseWhen } from '../db/sql-case.js';
 import type { PaymentContext, PaymentHandlers } from '../domain/applier.js';
 import type { Payment } from '../domain/payments.js';
-import { writeOutbox } from '../outbox/outbox-writer.js';
+import { storableKey, writeOutbox } from '../outbox/outbox-writer.js';
 import { perBatch } from '../store/complete.js';
 import type { BusinessTransaction } from '../store/inbox-store.js';
 import type { CoursePlatformDatabase, CoursePlatformTables } from './schema.js';
@@ -14,17 +14,33 @@ export const COURSE_EFFECTS = {
   cancellation: 'fulfilment_cancellation',
 } as const;
 
-/** Idempotency keys derive from the payment, never from the event or the attempt. */
+/**
+ * Idempotency keys derive from the payment, never from the event or the attempt:
+ * `<effect>:<provider>:<payment id>`. A payment id may take the key column's 255 characters, so a key
+ * that would be longer ends in the SHA-256 of the whole key instead (`<effect>:<provider>:sha256:<hex>`).
+ */
+function effectKey(effect: string, provider: string, paymentId: string): string {
+  return storableKey(`${effect}:${provider}:${paymentId}`, `${effect}:${provider}:`);
+}
+
 export function receiptKey(provider: string, paymentId: string): string {
-  return `receipt:${provider}:${paymentId}`;
+  return effectKey('receipt', provider, paymentId);
 }
 
 export function fulfilmentKey(provider: string, paymentId: string): string {
-  return `fulfilment:${provider}:${paymentId}`;
+  return effectKey('fulfilment', provider, paymentId);
 }
 
 export function cancellationKey(provider: string, paymentId: string): string {
-  return `fulfilment-cancel:${provider}:${paymentId}`;
+  return effectKey('fulfilment-cancel', provider, paymentId);
+}
+
+/**
+ * Every key this domain writes for a payment: receipt, fulfilment, cancellation. With an empty payment
+ * id, the prefixes of the provider's keys.
+ */
+export function paymentEffectKeys(provider: string, paymentId: string): string[] {
+  return [receiptKey(provider, paymentId), fulfilmentKey(provider, paymentId), cancellationKey(provider, paymentId)];
 }
 
 /** What every course-platform outbox row carries: the payment as it stood when the effect was written. */

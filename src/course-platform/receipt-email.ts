@@ -1,7 +1,7 @@
 import nodemailer, { type NodemailerError } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { SmtpSettings } from '../config/settings.js';
-import { PermanentError } from '../errors.js';
+import { describeError, PermanentError } from '../errors.js';
 import { readPaymentEffect } from './payment-effect.js';
 import type { OutboxTransport } from '../outbox/transport.js';
 import type { PaymentEffect } from './handlers.js';
@@ -99,7 +99,7 @@ export function smtpReceipts(settings: SmtpSettings, maxConnections: number): Ou
         return { status: 'sent', outcome: `sent: ${info.response}` };
       } catch (error) {
         const smtp = error as NodemailerError;
-        if (smtp.permanent === true || smtp.code === 'EENVELOPE') throw new PermanentError(`SMTP refused the receipt: ${smtp.message}`);
+        if (smtp.permanent === true || smtp.code === 'EENVELOPE') throw new PermanentError(`SMTP refused the receipt: ${describeError(smtp)}`);
         throw error;
       }
     },

@@ -1,4 +1,5 @@
 import type { Kysely, Migration, RawBuilder } from 'kysely';
+import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 
 /** The column types that differ between SQL dialects; each store backend supplies its own. */
 export interface ColumnTypes {
@@ -155,6 +156,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
         for (const [name, type] of columns) await db.schema.alterTable('outbox').addColumn(name, type).execute();
       },
     },
+    '0006_payu_transaction_keys': { up: rekeyPayuByTransaction },
     '0013_payment_metadata': {
       async up(db) {
         await db.schema.alterTable('payments').addColumn('metadata', types.longText).execute();

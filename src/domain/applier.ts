@@ -1,7 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
-import { MAX_KEY_LENGTH } from '../model/delivery.js';
+import { MAX_KEY_LENGTH, MAX_SHORT_TEXT_LENGTH, unstorableText } from '../model/delivery.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';
 import type { CanonicalEvent, PaymentState } from '../model/payment-event.js';
@@ -59,6 +59,15 @@ export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: 
 /** What a stored event means for a payment: the providers' normalisers, by provider name. */
 export type ToCanonical = (provider: string, event: { eventType: string; payload: unknown }) => CanonicalEvent;
 
+/** The text fields of a payment event that are stored, with the length of their columns. */
+const STORED_FIELDS = [
+  ['paymentId', MAX_KEY_LENGTH],
+  ['userId', MAX_KEY_LENGTH],
+  ['courseId', MAX_KEY_LENGTH],
+  ['email', MAX_KEY_LENGTH],
+  ['currency', MAX_SHORT_TEXT_LENGTH],
+] as const;
+
 /**
  * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
  * the handlers registered for the state the payment is in. Event handlers run first, for every event.
@@ -70,9 +79,13 @@ export function paymentApplier(options: { toCanonical: ToCanonical; handlers: Pa
     for (const handler of options.eventHandlers ?? []) await handler({ tx, event, canonical, now, signal, batch });
     if (canonical.kind === 'ignored') return { text: `ignored: ${canonical.reason}` };
 
-    const oversized = (['paymentId', 'userId', 'courseId', 'email'] as const).find((field) => (canonical[field]?.length ?? 0) > MAX_KEY_LENGTH);
-    // MySQL's INSERT IGNORE would store the first 255 characters, another payment's or user's key.
-    if (oversized) throw new PermanentError(`the event's ${oversized} is longer than ${MAX_KEY_LENGTH} characters and cannot be stored whole`);
+    // MySQL's INSERT IGNORE would store the first 255 characters (64 of a currency), and both drivers a
+    // lone surrogate as U+FFFD: another payment's or user's key. Refused instead, for an operator.
+    for (const [field, maxLength] of STORED_FIELDS) {
+      const value = canonical[field];
+      const unstorable = value === null ? null : unstorableText(value, maxLength);
+      if (unstorable) throw new PermanentError(`the event's ${field} ${unstorable}, so it cannot be stored whole`);
+    }
     const change = await advancePayment(tx, event.provider, canonical, now, batch);
     const state = change.payment.status;
     if (change.applied || change.enriched) {

@@ -67,7 +67,10 @@ function messageId(key: string): string {
   return `msg_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
 
-const paymentOrder = (provider: string, paymentId: string) => `payment:${provider}:${paymentId}`;
+/** The ordering of a payment's forwarded events: one at a time, in the order written. */
+export function paymentOrderingKey(provider: string, paymentId: string): string {
+  return `payment:${provider}:${paymentId}`;
+}
 
 const isoTime = (time: DbTime) => fromDbTime(time).toISOString();
 
@@ -76,7 +79,7 @@ export function paymentMessage({ payment, previousStatus, event, now }: PaymentC
   const key = transition ? `forward:${payment.provider}:${payment.payment_id}:${payment.status}` : `forward:${payment.provider}:${payment.payment_id}:updated:${event.eventId}`;
   return {
     key,
-    orderingKey: paymentOrder(payment.provider, payment.payment_id),
+    orderingKey: paymentOrderingKey(payment.provider, payment.payment_id),
     event: {
       id: messageId(key),
       type: transition ? `payment.${payment.status}` : 'payment.updated',
@@ -101,7 +104,7 @@ export function webhookMessage({ event, canonical, now }: EventContext & { canon
   const paymentId = canonical.kind === 'payment' ? canonical.paymentId : null;
   return {
     key,
-    orderingKey: paymentId === null ? null : paymentOrder(event.provider, paymentId),
+    orderingKey: paymentId === null ? null : paymentOrderingKey(event.provider, paymentId),
     event: {
       id: messageId(key),
       type: 'webhook.received',

@@ -1,29 +1,50 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { InboxError, UnknownProviderError } from '../errors.js';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { describeError, InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
-import { isProviderName, PROVIDER_NAMES } from '../model/delivery.js';
+import { deliveryResult } from '../observability/metrics.js';
+import { payuMediaType } from '../providers/payu/verify.js';
+import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../model/delivery.js';
 import { errorCode } from './errors.js';
 
 export interface WebhookRoutesOptions {
   inbox: Inbox;
+  /** Largest Stripe or Razorpay body, in bytes; 413 beyond. */
   bodyLimitBytes: number;
+  /** Largest PayU body (DEFAULT_PAYU_BODY_LIMIT_BYTES unless given); 413 beyond. */
+  payuBodyLimitBytes?: number;
 }
 
-const OTHER_METHODS = ['GET', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+/**
+ * PayU callbacks are a few KB, and a PayU body must be parsed before its hash can be checked: a
+ * tight limit bounds what an unsigned request can make the parser do.
+ */
+export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
+
+/**
+ * A refused upload whose declared length is at most this is read to its end (and thrown away) before
+ * the connection goes on, so the client gets its 413 instead of a reset while it is still sending; a
+ * longer one is cut off (the request timeout bounds a body of unknown length).
+ */
+const DRAINED_BODY_BYTES = 8 * 1024 * 1024;
 
 /**
  * POST /webhooks/:provider for every provider, through one pipeline. Bodies reach the verifier as the
- * exact bytes received, whatever their content type; nothing parses them before the signature check.
+ * exact bytes received, whatever their content type; nothing parses them before the signature check
+ * (PayU's, which is computed over its fields, excepted). What can be refused without the body is
+ * refused before it is read: an unknown provider (404), one not configured (503), a PayU media type
+ * it never posts (415). Any other method is a 405.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { inbox, bodyLimitBytes }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { inbox, bodyLimitBytes, payuBodyLimitBytes = DEFAULT_PAYU_BODY_LIMIT_BYTES }) => {
+  const bodyLimits: Record<ProviderName, number> = { stripe: bodyLimitBytes, razorpay: bodyLimitBytes, payu: payuBodyLimitBytes };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: bodyLimitBytes }, (_request, body, done) => done(null, body));
+  readAnyMediaType(app);
 
   // One log line per delivery, written when the answer has gone out: what came in, how it was
   // answered and how long it took. Never the body or a signature.
   const answers = new WeakMap<FastifyRequest, { eventId?: string; outcome?: string; error?: string; reason?: string }>();
   app.addHook('onError', async (request, _reply, error) => {
-    answers.set(request, { error: errorCode(error), reason: error.message });
+    answers.set(request, { error: errorCode(error), reason: describeError(error) });
     // Refused before the inbox saw it (e.g. too large): counted here, as the inbox could not.
     if (!(error instanceof InboxError) && (error.statusCode ?? 500) < 500) inbox.metrics.deliveryAnswered(providerOf(request), 'bad_request', 0);
   });
@@ -32,16 +53,48 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
     if (reply.statusCode === 200) request.log.info(fields, 'delivery acknowledged');
     else request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
   });
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode === 413 && Number(request.headers['content-length'] ?? 0) <= DRAINED_BODY_BYTES) reply.removeHeader('connection');
+    done(null, payload);
+  });
 
-  app.post<{ Params: { provider: string } }>('/webhooks/:provider', async (request, reply) => {
+  /** Refused before its body was read: counted here, as the inbox never sees it. */
+  const refuse = (provider: string, error: InboxError): never => {
+    inbox.metrics.deliveryAnswered(provider, deliveryResult(error), 0);
+    throw error;
+  };
+
+  async function receive(request: FastifyRequest, reply: FastifyReply) {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const received = await inbox.verifyAndReceive(request.params.provider, { headers: request.headers, body, receivedAt: inbox.clock.now() });
+    const received = await inbox.verifyAndReceive(providerOf(request), { headers: request.headers, body, receivedAt: inbox.clock.now() });
     answers.set(request, { eventId: received.eventId, outcome: received.outcome });
     return reply.code(200).send({ received: true, ...received });
+  }
+
+  for (const provider of PROVIDER_NAMES) {
+    app.post(`/webhooks/${provider}`, {
+      bodyLimit: bodyLimits[provider],
+      config: { provider },
+      onRequest: async (request) => {
+        try {
+          inbox.providers.verifier(provider);
+          if (provider === 'payu') payuMediaType(request.headers);
+        } catch (error) {
+          if (error instanceof InboxError) refuse(provider, error);
+          throw error;
+        }
+      },
+      handler: receive,
+    });
+  }
+  // Any other name: refused before its body is read, so the handler never runs.
+  app.post<{ Params: { provider: string } }>('/webhooks/:provider', {
+    onRequest: async (request) => refuse(request.params.provider, new UnknownProviderError(request.params.provider)),
+    handler: receive,
   });
 
   app.route<{ Params: { provider: string } }>({
-    method: [...OTHER_METHODS],
+    method: app.supportedMethods.filter((method) => method !== 'POST' && method !== 'HEAD'),
     url: '/webhooks/:provider',
     handler: async (request, reply) => {
       if (!isProviderName(request.params.provider)) throw new UnknownProviderError(request.params.provider);
@@ -54,5 +107,31 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
 };
 
 function providerOf(request: FastifyRequest): string {
-  return (request.params as { provider?: string }).provider ?? '';
+  return (request.routeOptions.config as { provider?: string }).provider ?? (request.params as { provider?: string }).provider ?? '';
 }
+
+/**
+ * Fastify answers 415 to a Content-Type it cannot parse (`a/b/c`, `;;;`, empty) before any route
+ * sees the body. The webhooks read the raw bytes whatever the content type, so the header is set
+ * aside while the body is read and put back before the handler: the verifier, and the headers
+ * stored with the event, see it as sent. (PayU's media type is checked before, in onRequest.)
+ */
+function readAnyMediaType(app: FastifyInstance): void {
+  const setAside = new WeakMap<FastifyRequest, string>();
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    const contentType = request.headers['content-type'];
+    if (contentType !== undefined && !COMMON_MEDIA_TYPES.has(contentType)) {
+      setAside.set(request, contentType);
+      request.headers['content-type'] = 'application/octet-stream';
+    }
+    done(null, payload);
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    const contentType = setAside.get(request);
+    if (contentType !== undefined) request.headers['content-type'] = contentType;
+    done();
+  });
+}
+
+/** What providers send, which fastify parses as it is: left alone. */
+const COMMON_MEDIA_TYPES = new Set(['application/json', 'application/json; charset=utf-8', 'application/x-www-form-urlencoded']);

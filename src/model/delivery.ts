@@ -2,6 +2,22 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /** Identifiers (event, payment, user ids) become VARCHAR(255) keys: longer ones are refused, never cut. */
 export const MAX_KEY_LENGTH = 255;
+/** Short texts (provider names, currencies, statuses) are VARCHAR(64). */
+export const MAX_SHORT_TEXT_LENGTH = 64;
+
+/**
+ * A UTF-16 surrogate without its pair: a JavaScript string can hold one (JSON's "\ud800" escape),
+ * but UTF-8 cannot, so the database drivers store U+FFFD instead and "X\ud800" and "X\udc00" would
+ * become one key.
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why `text` cannot be stored whole as a key (or a column of `maxLength` characters), or null. */
+export function unstorableText(text: string, maxLength = MAX_KEY_LENGTH): string | null {
+  if (text.length > maxLength) return `is longer than ${maxLength} characters`;
+  if (LONE_SURROGATE.test(text)) return 'is not valid Unicode (it holds a lone UTF-16 surrogate)';
+  return null;
+}
 
 export const PROVIDER_NAMES = ['stripe', 'razorpay', 'payu'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];

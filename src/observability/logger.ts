@@ -1,4 +1,5 @@
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
+import { describeError } from '../errors.js';
 import { isRecord } from '../model/json.js';
 
 const CENSOR = '[redacted]';
@@ -73,7 +74,10 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       headers: (headers: unknown) => (isRecord(headers) ? withoutSecretHeaders(headers) : headers),
       err: (error: Error) => {
         const serialized: unknown = stdSerializers.err(error);
-        return isRecord(serialized) ? withoutSecrets(serialized) : serialized;
+        if (!isRecord(serialized)) return serialized;
+        // The causes' messages as everywhere else (pino's own repeats one the message already says).
+        if (error instanceof Error) serialized.message = describeError(error);
+        return withoutSecrets(serialized);
       },
     },
   };

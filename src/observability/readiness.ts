@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { describeError } from '../errors.js';
 import type { InboxStore } from '../store/inbox-store.js';
 
 /** One dependency the service needs to take traffic; `check` rejects when it is not usable. */
@@ -52,7 +53,7 @@ export class Readiness {
     try {
       await Promise.race([check(), timeout]);
     } catch (failure) {
-      error = failure instanceof Error ? failure.message : String(failure);
+      error = describeError(failure);
     } finally {
       clearTimeout(timer);
     }

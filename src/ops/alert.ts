@@ -7,10 +7,11 @@ const ALERT_TIMEOUT_MS = 10_000;
 /** A Slack-compatible incoming-webhook body: `text` for any client, blocks for Slack's layout. */
 export function stuckAlertBody(report: StuckReport, source: string): { text: string; blocks: unknown[] } {
   const summary = `webhook-inbox (${source}): ${summarizeStuck(report)}`;
-  const lines = report.events.slice(0, SAMPLE_LINES).map((e) => {
-    const error = e.lastError ? ` — ${e.lastError.slice(0, 120)}` : '';
-    return `• ${e.kind} ${e.provider} ${e.eventId} (${e.eventType}), attempts ${e.attempts}${error}`;
-  });
+  const error = (lastError: string | null) => (lastError ? ` — ${lastError.slice(0, 120)}` : '');
+  const lines = [
+    ...report.events.map((e) => `• ${e.kind} ${e.provider} ${e.eventId} (${e.eventType}), attempts ${e.attempts}${error(e.lastError)}`),
+    ...report.outbox.map((row) => `• outbox ${row.state} ${row.kind} ${row.idempotencyKey}, attempts ${row.attempts}${error(row.lastError)}`),
+  ].slice(0, SAMPLE_LINES);
   if (report.total > lines.length) lines.push(`… and ${report.total - lines.length} more; run \`webhook-inbox stuck\` for the list`);
   return {
     text: summary,
@@ -24,7 +25,7 @@ export function stuckAlertBody(report: StuckReport, source: string): { text: str
 /** Posts the alert and logs it; a failed post throws so the caller can report it (exit code, log). */
 export async function sendStuckAlert(url: string, report: StuckReport, logger: Logger, source: string): Promise<void> {
   const body = stuckAlertBody(report, source);
-  logger.warn({ counts: report.counts, total: report.total }, body.text);
+  logger.warn({ counts: report.counts, outboxCounts: report.outboxCounts, total: report.total }, body.text);
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

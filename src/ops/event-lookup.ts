@@ -1,7 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
-import { toEventState } from '../store/kysely-store.js';
+import { toEventState } from '../store/event-queries.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { EventState } from '../store/inbox-store.js';
+import { PROVIDER_NAMES } from '../model/delivery.js';
 import { OperationError } from './errors.js';
 
 export type EventRow = Selectable<WebhookEventsTable>;
@@ -10,6 +11,8 @@ export const EVENT_STATUSES: readonly EventStatus[] = ['received', 'processing',
 
 export interface EventFilter {
   provider?: string;
+  /** The provider's payment id the events are about. */
+  payment?: string;
   status?: EventStatus;
   type?: string;
   /** Received at or after. */
@@ -19,16 +22,21 @@ export interface EventFilter {
   limit: number;
 }
 
-/** Events matching the filter, oldest first; `more` says the limit cut the list. */
-export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter): Promise<{ events: EventRow[]; more: boolean }> {
+/**
+ * Events matching the filter, newest first (an operator looks for what just happened) unless `order`
+ * says oldest; `more` says the limit cut the list.
+ */
+export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter, order: 'newest' | 'oldest' = 'newest'): Promise<{ events: EventRow[]; more: boolean }> {
   let query = db.selectFrom('webhook_events').selectAll();
   if (filter.provider) query = query.where('provider', '=', filter.provider);
+  // Every provider named, so that the (provider, payment_id) index serves a payment without one.
+  if (filter.payment) query = query.where('provider', 'in', filter.provider ? [filter.provider] : PROVIDER_NAMES).where('payment_id', '=', filter.payment);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.type) query = query.where('event_type', '=', filter.type);
   if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
   if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
   const rows = await query
-    .orderBy('id')
+    .orderBy('id', order === 'newest' ? 'desc' : 'asc')
     .limit(filter.limit + 1)
     .execute();
   return { events: rows.slice(0, filter.limit), more: rows.length > filter.limit };

@@ -70,7 +70,8 @@ export class Replayer {
   }
 
   private async select(selection: ReplaySelection): Promise<{ events: EventRow[]; more: boolean }> {
-    if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter);
+    // As the provider sent them: a payment's events replay in the order they came.
+    if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter, 'oldest');
     const events: EventRow[] = [];
     for (const ref of new Set(selection.refs)) events.push(await resolveEvent(this.deps.db, ref, selection.provider));
     return { events, more: false };

@@ -16,10 +16,10 @@ export interface OperationsDependencies {
 
 /** The stuck check as the service runs it: alert when anything is found, log either way. */
 export async function runStuckCheck(settings: OperationsSettings, deps: OperationsDependencies, source: string): Promise<StuckReport> {
-  const report = await findStuck(deps.db, deps.clock, { olderThanMs: settings.stuckCheck.olderThanMs });
-  if (report.total === 0) deps.logger.info('stuck check: no stuck events');
+  const report = await findStuck(deps.db, deps.clock, settings.stuckCheck);
+  if (report.total === 0) deps.logger.info(`stuck check: ${summarizeStuck(report)}`);
   else if (settings.alertWebhookUrl) await sendStuckAlert(settings.alertWebhookUrl, report, deps.logger, source);
-  else deps.logger.warn({ counts: report.counts }, `${summarizeStuck(report)} (set ALERT_WEBHOOK_URL to be alerted)`);
+  else deps.logger.warn({ counts: report.counts, outboxCounts: report.outboxCounts }, `${summarizeStuck(report)} (set ALERT_WEBHOOK_URL to be alerted)`);
   return report;
 }
 

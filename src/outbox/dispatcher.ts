@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { PermanentError } from '../errors.js';
+import { describeError, PermanentError } from '../errors.js';
 import { retryAt, type RetryPolicy } from '../processing/retry-policy.js';
 import type { ClaimedMessage, OutboxLease, OutboxStore } from './outbox-store.js';
 import { NotConfigured, type Delivered, type OutboxTransports } from './transport.js';
@@ -143,7 +143,7 @@ export class OutboxDispatcher {
 
   private async recordFailure(lease: OutboxLease, error: unknown, log: Logger): Promise<DispatchResult> {
     const { store, retry, clock } = this.options;
-    const message = error instanceof Error ? error.message : String(error);
+    const message = describeError(error);
     const at = retryAt(error, lease.attempts, retry, clock.now());
     try {
       if (!(await store.fail(lease, message, at))) return 'lease_lost';

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { BatchAbandoned, Batcher } from '../db/batcher.js';
 import { caseById } from '../db/sql-case.js';
+import { storableKey } from './outbox-writer.js';
 import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../db/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../db/schema.js';
 
@@ -41,6 +42,23 @@ export interface OutboxEntry {
 const UNFINISHED: OutboxStatus[] = ['pending', 'sending'];
 /** Final rows an operator may send again. A sent row is not: it reached the downstream already. */
 export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
+
+/** Which rows `list` returns: every condition given must hold. */
+export interface OutboxFilter {
+  status?: OutboxStatus;
+  kind?: string;
+  /** Rows under one of these idempotency keys, or (with `orderingKeys` too) in one of those orderings. */
+  keys?: string[];
+  /** Rows in one of these orderings (a payment's forwarded events). */
+  orderingKeys?: string[];
+  /** Rows whose idempotency key starts with one of these. */
+  keyPrefixes?: string[];
+  /** Written at or after. */
+  since?: Date;
+  /** Written before. */
+  until?: Date;
+  limit: number;
+}
 
 export interface ClaimedMessage {
   lease: OutboxLease;
@@ -233,9 +251,31 @@ export class OutboxStore {
       .execute();
   }
 
-  async list(filter: { status?: OutboxStatus; limit: number }): Promise<OutboxEntry[]> {
+  /** Rows matching the filter, newest first. */
+  async list(filter: OutboxFilter): Promise<OutboxEntry[]> {
     let query = this.db.selectFrom('outbox').selectAll().orderBy('id', 'desc').limit(filter.limit);
     if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.kind) query = query.where('kind', '=', filter.kind);
+    const { keys, orderingKeys, keyPrefixes } = filter;
+    if (keys || orderingKeys) {
+      query = query.where((eb) =>
+        eb.or([
+          ...(keys ? [eb('idempotency_key', 'in', keys)] : []),
+          ...(orderingKeys
+            ? [
+                eb(
+                  'ordering_key',
+                  'in',
+                  orderingKeys.map((key) => storableKey(key)),
+                ),
+              ]
+            : []),
+        ]),
+      );
+    }
+    if (keyPrefixes) query = query.where((eb) => eb.or(keyPrefixes.map((prefix) => eb('idempotency_key', 'like', `${prefix}%`))));
+    if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
+    if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
     return (await query.execute()).map(toEntry);
   }
 

@@ -27,11 +27,13 @@ export interface NewOutboxMessage {
 }
 
 /**
- * Keys are stored in a 255-character column, compared whole: a longer key is replaced by its SHA-256
- * (`sha256:<hex>`), the same for the same key, so it stays unique and stable.
+ * Keys are stored in a 255-character column and compared whole: INSERT IGNORE would cut a longer one,
+ * and two keys that share a prefix would share one row. A longer key is stored as the SHA-256 of the
+ * whole key after a short prefix that keeps it readable (`<prefix>sha256:<hex>`): the same for the
+ * same key, so it stays unique and stable.
  */
-export function storableKey(key: string): string {
-  return key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('hex')}`;
+export function storableKey(key: string, readablePrefix = ''): string {
+  return key.length <= MAX_KEY_LENGTH ? key : `${readablePrefix}sha256:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 /** The outbox rows of one completion batch, inserted at its commit by one statement. */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { EventApplier, EventOutcome } from '../domain/applier.js';
-import { LeaseLostError } from '../errors.js';
+import { describeError, LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { PaymentState } from '../model/payment-event.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/inbox-store.js';
@@ -58,7 +58,8 @@ export class Processor {
     }
 
     const started = clock.now().getTime();
-    const attempt = await this.attempt(lease, event, log);
+    // Retrying cannot make a stored row readable.
+    const attempt = claimed.unreadable === undefined ? await this.attempt(lease, event, log) : await this.recordFailure(lease, claimed.unreadable, null, log);
     const processingMs = clock.now().getTime() - started;
     const result: AttemptResult = attempt.result === 'failed' && attempt.retryAt ? 'retry_scheduled' : attempt.result;
     metrics.attemptFinished({ provider: event.provider, result, attempt: lease.attempts, seconds: processingMs / 1000 });
@@ -158,7 +159,7 @@ export class Processor {
       return staleState ? { result: 'processed', outcome, staleState } : { result: 'processed', outcome };
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
-      const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      const message = error instanceof Error ? `${error.name}: ${describeError(error)}` : describeError(error);
       return this.recordFailure(lease, message, this.retryAt(error, lease.attempts), log);
     } finally {
       clearTimeout(expiry);

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { BadRequestError } from '../errors.js';
-import { MAX_KEY_LENGTH } from '../model/delivery.js';
+import { unstorableText } from '../model/delivery.js';
 import { isRecord } from '../model/json.js';
 
 /** Reading a delivery's body and the fields of a payload, as every provider adapter does. */
@@ -10,8 +10,15 @@ export function bodyText(body: Buffer): string {
   return body.toString('utf8');
 }
 
-export function parseJsonObject(body: Buffer): Record<string, unknown> {
+/**
+ * Parses a JSON object. With `maxDepth`, a body nested deeper (1: an object of scalars) is refused
+ * before it is parsed, by one scan of its bytes: JSON.parse would build every nested value first.
+ */
+export function parseJsonObject(body: Buffer, { maxDepth }: { maxDepth?: number } = {}): Record<string, unknown> {
   const text = bodyText(body);
+  if (maxDepth !== undefined && nestsDeeperThan(body, maxDepth)) {
+    throw new BadRequestError(`request body nests JSON deeper than ${maxDepth} level${maxDepth === 1 ? '' : 's'}`, 'malformed_body');
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -22,14 +29,37 @@ export function parseJsonObject(body: Buffer): Record<string, unknown> {
   return value;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPENERS = new Set([0x5b, 0x7b]);
+const CLOSERS = new Set([0x5d, 0x7d]);
+
+/** Whether the JSON text's arrays and objects nest deeper than `maxDepth` (strings skipped). */
+function nestsDeeperThan(body: Buffer, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const byte = body[i]!;
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (OPENERS.has(byte) && ++depth > maxDepth) return true;
+    else if (CLOSERS.has(byte)) depth--;
+  }
+  return false;
+}
+
 /**
  * Validates a provider-supplied identifier (event id, event type) before it becomes part of a unique
- * key: trimmed, non-empty, bounded and printable, so the database never truncates or mangles it.
+ * key: trimmed, non-empty, bounded, printable and valid Unicode, so the database never truncates or
+ * mangles it.
  */
 export function identifier(value: unknown, what: string, missingCode = 'bad_request'): string {
   const text = typeof value === 'string' ? value.trim() : typeof value === 'number' ? String(value) : '';
   if (text === '') throw new BadRequestError(`verified delivery has no ${what}`, missingCode);
-  if (text.length > MAX_KEY_LENGTH) throw new BadRequestError(`${what} is longer than ${MAX_KEY_LENGTH} characters`);
+  const unstorable = unstorableText(text);
+  if (unstorable) throw new BadRequestError(`${what} ${unstorable}`);
   // eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
   if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${what} contains control characters`);
   return text;

@@ -2,9 +2,9 @@ import type { ProviderSettings } from '../config/settings.js';
 import type { CanonicalEvent } from '../model/payment-event.js';
 import { ProviderNotConfiguredError, UnknownProviderError } from '../errors.js';
 import { payu } from './payu/index.js';
-import { MAX_KEY_LENGTH } from '../model/delivery.js';
-import { type ProviderDefinition, type Verifier } from './provider.js';
+import { unstorableText } from '../model/delivery.js';
 import { isProviderName, PROVIDER_NAMES, type ProviderName, type VerifiedEvent } from '../model/delivery.js';
+import { type ProviderDefinition, type Verifier } from './provider.js';
 import { razorpay } from './razorpay/index.js';
 import { stripe } from './stripe/index.js';
 
@@ -36,12 +36,12 @@ export class ProviderRegistry {
 
   /**
    * The payment a verified event is about, read at receipt so the claim can keep two events of one
-   * payment from running at the same time. Null for events about no payment, and for an id too long to
-   * be a key (processing will report it).
+   * payment from running at the same time. Null for events about no payment, and for an id that cannot
+   * be stored whole as a key (processing will report it).
    */
   paymentIdOf(event: VerifiedEvent): string | null {
     const canonical = this.toCanonical(event.provider, { eventType: event.eventType, payload: event.parsedPayload ?? (JSON.parse(event.payload) as unknown) });
-    return canonical.kind === 'payment' && canonical.paymentId.length <= MAX_KEY_LENGTH ? canonical.paymentId : null;
+    return canonical.kind === 'payment' && unstorableText(canonical.paymentId) === null ? canonical.paymentId : null;
   }
 
   /** What a stored event means for a payment; a field, so it can be handed on without its registry. */

@@ -115,19 +115,21 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     claimed.map((row): [number, ClaimedEvent] => {
       const attempts = row.attempts + 1;
       const lease: Lease = { id: row.id, owner, token, expiresAt, attempts, payment: paymentOf(row) };
+      const stored = readStored(row);
       return [
         row.id,
         {
           lease,
           // Read as processing and due: its lease had expired, its worker died or stalled.
           takeover: row.status === 'processing',
+          ...(stored.unreadable === undefined ? {} : { unreadable: stored.unreadable }),
           event: {
             id: row.id,
             provider: row.provider as ProviderName,
             eventId: row.event_id,
             eventType: row.event_type,
-            payload: JSON.parse(row.payload) as unknown,
-            headers: JSON.parse(row.headers) as Record<string, string>,
+            payload: stored.payload,
+            headers: stored.headers,
             attempts,
             createdAt: fromDbTime(row.created_at),
           },
@@ -135,4 +137,24 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
       ];
     }),
   );
+}
+
+/**
+ * A claimed row's stored JSON, or why it cannot be read. Read after the claim committed, so a row
+ * that cannot be read must not throw: it would leave every event claimed with it in `processing`,
+ * claimed again at each lease expiry and failing again. It fails alone instead (see ClaimedEvent).
+ */
+function readStored(row: EventRow): { payload: unknown; headers: Record<string, string>; unreadable?: string } {
+  const parse = (what: 'payload' | 'headers') => {
+    try {
+      return { value: JSON.parse(row[what]) as unknown };
+    } catch (error) {
+      return { problem: `its ${what} (${Buffer.byteLength(row[what])} bytes stored) is not valid JSON: ${(error as Error).message}` };
+    }
+  };
+  const payload = parse('payload');
+  const headers = parse('headers');
+  const problems = [payload.problem, headers.problem].filter((problem) => problem !== undefined);
+  if (problems.length > 0) return { payload: null, headers: {}, unreadable: `the stored event cannot be read: ${problems.join('; ')}` };
+  return { payload: payload.value, headers: headers.value as Record<string, string> };
 }

@@ -109,3 +109,32 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
     .executeTakeFirst();
   if (Number(fenced.numUpdatedRows) !== leases.length) throw new LeaseLostError(leases[0]!.id);
 }
+
+/** One event's completion in a transaction of its own, so a failure or a lost lease stays with it. */
+export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, now: () => Date): Promise<string> {
+  return db.transaction().execute(async (tx) => {
+    const batch = TransactionBatch.of([lease]);
+    const outcome = await work(tx, batch);
+    await batch.writeDeferred(tx);
+    await fence(tx, [lease], [outcome], toDbTime(now()));
+    return outcome;
+  });
+}
+
+/**
+ * A failed attempt: the event is `failed` with its error and next attempt (none when `retryAt` is
+ * null), and its payment is free; only while the lease still holds it. True when it did.
+ */
+export async function failAttempt(db: Kysely<InboxDatabase>, lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+  return db.transaction().execute(async (tx) => {
+    await releasePaymentLeases(tx, [lease]);
+    const result = await tx
+      .updateTable('webhook_events')
+      .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
+      .where('id', '=', lease.id)
+      .where('lease_token', '=', lease.token)
+      .where('status', '=', 'processing')
+      .executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  });
+}

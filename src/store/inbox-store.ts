@@ -43,6 +43,11 @@ export interface ClaimedEvent {
   event: InboxEvent;
   /** The event was in `processing` under an expired lease: its previous worker died or stalled. */
   takeover: boolean;
+  /**
+   * Why the stored row cannot be read (its payload is not valid JSON, say), when it cannot: the
+   * attempt then fails with this reason and no retry, for an operator, and `event.payload` is null.
+   */
+  unreadable?: string;
 }
 
 export interface EventState {
@@ -137,6 +142,12 @@ export interface InboxStore {
   ping(): Promise<void>;
   /** Names of the migrations not applied yet (empty when the schema is current). */
   pendingMigrations(): Promise<string[]>;
+
+  /**
+   * Whether `error` says the database cannot be reached or refuses this service: the store's own
+   * StoreUnavailableError, or a driver error from a query run on `db`.
+   */
+  isUnavailable(error: unknown): boolean;
 
   close(): Promise<void>;
 }

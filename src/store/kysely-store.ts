@@ -1,43 +1,20 @@
-import { Migrator, sql, type Kysely, type Migration, type QueryResult, type Selectable } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
-import { RecordNotStoredError, StoreUnavailableError } from '../errors.js';
-import type { VerifiedEvent } from '../model/delivery.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
-import { compiledStatement } from '../db/compiled-statement.js';
-import {
-  eventKey,
-  NEW_EVENT_COLUMNS,
-  newEventRow,
-  newEventsInsert,
-  newEventSource,
-  recordBatch,
-  recordBatchShape,
-  type NewEventRow,
-  type NewEventsInsert,
-  type RecordRequest,
-} from './record.js';
-import { inboxMigrations, type DomainMigrations } from '../db/migrations.js';
-import { releasePaymentLeases } from './payment-leases.js';
-import { type PaymentRef } from './inbox-store.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
+import { migrateToLatest, pendingMigrations } from '../db/migrate.js';
+import type { DomainMigrations } from '../db/migrations.js';
+import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import type { VerifiedEvent } from '../model/delivery.js';
 import { claimBatch } from './claim.js';
+import { completeBatch, completeOne, failAttempt, type CompletionRequest } from './complete.js';
+import { DatabaseErrors } from './database-errors.js';
+import { dueEventIds, eventById, eventByKey, pipelineStats } from './event-queries.js';
+import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PaymentRef, PipelineStats, RecordResult } from './inbox-store.js';
 import { nextDueEvents, paymentKey } from './payment-leases.js';
-import { completeBatch, fence, TransactionBatch, type CompletionRequest } from './complete.js';
-import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
-import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
+import { EventRecorder } from './record.js';
 
-const TRANSIENT_CONFLICT_RETRIES = 3;
-/** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
-const RECORD_ATTEMPTS = 5;
-/**
- * Events per group commit, the largest recordBatchShape; bounded so one statement stays far below
- * parameter and packet limits.
- */
-export const MAX_RECORD_BATCH = 128;
-const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
-/** Without RETURNING a batch is a transaction of five round trips, worth it from a handful of events on. */
-const MIN_TRANSACTION_BATCH = 4;
 /**
  * Claims or completions per transaction: enough to share a commit widely, few enough that one slow event
  * delays few others. An event spends a claim and a completion (each a transaction with its commit) in
@@ -53,193 +30,59 @@ const MAX_PROCESSING_BATCH = 64;
  */
 const PROCESSING_BATCHES_IN_FLIGHT = 2;
 
-interface EventKey extends Record<string, unknown> {
-  provider: string;
-  event_id: string;
-}
-
-/** The store logic, written once over Kysely; the backend supplies what differs per database. */
+/**
+ * The store, written once over Kysely: each operation lives in its own file (record, claim, complete,
+ * payment leases, event queries); this class batches the workers' operations (see Batcher) and meets
+ * the database's errors (see DatabaseErrors). The backend supplies what differs per database.
+ */
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
-  /**
-   * Group commit (see Batcher): concurrent deliveries are recorded by one multi-row insert, so a
-   * commit (and its log flush) is shared by every event of the batch.
-   */
-  private readonly records: Batcher<RecordRequest, RecordResult>;
-  /** The workers' side, batched the same way (see processing-batches.ts). */
+  private readonly errors: DatabaseErrors;
+  private readonly recorder: EventRecorder;
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
   private readonly handOffs: Batcher<PaymentRef, number | null>;
-  /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
-  private insertReturns: Promise<boolean> | undefined;
-  /** The statements every delivery may run, compiled once (see compiledStatement). */
-  private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
-  private readonly insertNewEvents: NewEventsInsert;
-  private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
-  private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
 
   /**
-   * @param ackDb connections of the acknowledgement path alone (`record`), so a delivery's insert
-   *   never queues behind processing statements for a pooled connection.
+   * @param ackDb connections of the acknowledgement path alone (see EventRecorder).
    * @param recordBatches record batches running at once, one per connection of `ackDb`.
    */
   constructor(
     readonly db: Kysely<InboxDatabase>,
     private readonly ackDb: Kysely<InboxDatabase>,
     recordBatches: number,
-    private readonly dialect: StoreBackend,
+    private readonly storeBackend: StoreBackend,
     private readonly clock: Clock,
     private readonly url: string,
+    /** Those of the domains in use, applied with the inbox's own. */
     private readonly domainMigrations: DomainMigrations,
   ) {
-    this.backend = dialect.name;
-    this.records = new Batcher((requests) => this.recordMany(requests), {
-      maxBatch: MAX_RECORD_BATCH,
-      maxInFlight: recordBatches,
-      weight: (request) => request.event.payload.length,
-      maxWeight: MAX_RECORD_BATCH_BYTES,
-      shape: recordBatchShape,
-      // A provider's concurrent copies of one event wait for the first one's record: run beside it,
-      // each would insert the same key and wait for the other's row lock, its whole batch with it.
-      coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },
-    });
-    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, dialect.maxConcurrentBatches) };
+    this.backend = storeBackend.name;
+    this.errors = new DatabaseErrors(storeBackend);
+    this.recorder = new EventRecorder(ackDb, recordBatches, storeBackend, this.errors, clock);
+    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches) };
     this.claims = new Batcher(
-      claimsByOwner((ids, owner, leaseMs) => this.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),
+      claimsByOwner((ids, owner, leaseMs) => this.errors.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),
       processing,
     );
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);
     this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
-
-    this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
-      db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
-    );
-    this.insertNewEvents = newEventsInsert(ackDb);
-    this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
-    this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
   }
 
-  async migrate(): Promise<string[]> {
-    return this.guard(() => this.applyMigrations());
+  migrate(): Promise<string[]> {
+    return this.errors.guard(() => migrateToLatest(this.db, this.storeBackend, this.url, this.domainMigrations));
   }
 
-  private async applyMigrations(): Promise<string[]> {
-    await this.dialect.ensureDatabase(this.url);
-    const { error, results } = await (await this.migrator()).migrateToLatest();
-    if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
-    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
-  }
-
-  async pendingMigrations(): Promise<string[]> {
-    return this.guard(async () => (await (await this.migrator()).getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name));
-  }
-
-  /**
-   * The migrations are listed before the migrator runs: it holds a connection while it asks for them,
-   * and SQLite's one connection would wait for itself if the list needed a query then.
-   */
-  private async migrator(): Promise<Migrator> {
-    const migrations = await this.migrations();
-    return new Migrator({
-      db: this.db,
-      provider: { getMigrations: async () => migrations },
-      migrationTableName: 'schema_migrations',
-      migrationLockTableName: 'schema_migrations_lock',
-      // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
-      // that already ran a later one must still take an earlier one that arrives afterwards.
-      allowUnorderedMigrations: true,
-    });
-  }
-
-  /**
-   * The inbox's migrations and those of its domains. A dormant domain's migration that an earlier run
-   * applied stays in the list as a record (the migrator refuses a database that ran migrations it does
-   * not know); one that never ran is left out, so that it runs once the domain is in use.
-   */
-  private async migrations(): Promise<Record<string, Migration>> {
-    const types = this.dialect.columnTypes;
-    const migrations = { ...inboxMigrations(types), ...this.domainMigrations.active(types) };
-    const dormant = this.domainMigrations.dormant(types).filter((name) => !(name in migrations));
-    if (dormant.length === 0) return migrations;
-    const applied = await this.db
-      .withTables<{ schema_migrations: { name: string } }>()
-      .selectFrom('schema_migrations')
-      .select('name')
-      .where('name', 'in', dormant)
-      .execute()
-      // No table yet: a new database, which ran nothing.
-      .catch(() => []);
-    for (const { name } of applied) migrations[name] = { up: () => Promise.reject(new Error(`${name} belongs to a domain not in use`)) };
-    return migrations;
+  pendingMigrations(): Promise<string[]> {
+    return this.errors.guard(() => pendingMigrations(this.db, this.storeBackend, this.domainMigrations));
   }
 
   async ping(): Promise<void> {
-    await this.guard(() => sql`select 1`.execute(this.db));
+    await this.errors.guard(() => sql`select 1`.execute(this.db));
   }
 
-  /** Resolves once the batch that carries the event has committed. */
   record(event: VerifiedEvent, paymentId: string | null = null): Promise<RecordResult> {
-    return this.records.submit({ event, paymentId, receivedAt: toDbTime(this.clock.now()) });
-  }
-
-  private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
-    // A lone event runs the statement compiled at start, one autocommit round trip.
-    const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
-    if (requests.length === 1) return alone();
-    try {
-      const returning = await this.insertReturning();
-      if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
-      const results = await this.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return await Promise.allSettled(results.map((result, i) => (result ? Promise.resolve(result) : this.recordOne(requests[i]!))));
-    } catch (error) {
-      // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), or one row the database refuses: each event alone, so only a
-      // bad one fails.
-      if (this.dialect.isUnavailable(error)) throw this.translate(error);
-      return alone();
-    }
-  }
-
-  /** Asked of the server once; asked again after a failure (it may have been down). */
-  private insertReturning(): Promise<boolean> {
-    this.insertReturns ??= this.dialect.insertReturning(this.ackDb).catch((error: unknown) => {
-      this.insertReturns = undefined;
-      throw error;
-    });
-    return this.insertReturns;
-  }
-
-  /**
-   * One event, one autocommit INSERT IGNORE: its affected-row count tells new from duplicate. A row
-   * that was neither inserted nor found is inserted again (see RecordNotStoredError); a batch leaves
-   * such an event to this.
-   */
-  private async recordOne(request: RecordRequest): Promise<RecordResult> {
-    const { event } = request;
-    for (let attempt = 1; ; attempt++) {
-      const result = await this.guard(() => this.insertOrFind(request));
-      if (result) return result;
-      if (attempt === RECORD_ATTEMPTS) {
-        throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
-      }
-    }
-  }
-
-  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
-  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
-    const inserted = await this.insertNewEvent(newEventRow(request));
-    if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
-      return { outcome: 'recorded', id: Number(inserted.insertId), status: 'received' };
-    }
-    const key = { provider: request.event.provider, event_id: request.event.eventId };
-    const existing = (await this.selectEventByKey(key)).rows[0];
-    if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
-    const archived = (await this.selectArchivedByKey(key)).rows[0];
-    return archived ? { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' } : null;
+    return this.recorder.record(event, paymentId);
   }
 
   claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null> {
@@ -251,58 +94,26 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
+    const now = () => this.clock.now();
     if (requests.length > 1) {
       try {
-        const outcomes = await this.withConflictRetries(() => completeBatch(this.db, requests, () => this.clock.now()));
+        const outcomes = await this.errors.withConflictRetries(() => completeBatch(this.db, requests, now));
         if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
       } catch (error) {
-        if (this.dialect.isUnavailable(error)) throw this.translate(error);
+        if (this.storeBackend.isUnavailable(error)) throw this.errors.translate(error);
       }
     }
     // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
     // failure or a lost lease stays with its event.
-    return Promise.allSettled(requests.map((request) => this.completeOne(request)));
+    return Promise.allSettled(requests.map((request) => this.errors.withConflictRetries(() => completeOne(this.db, request, now))));
   }
 
-  private async completeOne({ lease, work }: CompletionRequest): Promise<string> {
-    return this.withConflictRetries(() =>
-      this.db.transaction().execute(async (tx) => {
-        const batch = TransactionBatch.of([lease]);
-        const outcome = await work(tx, batch);
-        await batch.writeDeferred(tx);
-        await fence(tx, [lease], [outcome], toDbTime(this.clock.now()));
-        return outcome;
-      }),
-    );
+  fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+    return this.errors.withConflictRetries(() => failAttempt(this.db, lease, error, retryAt));
   }
 
-  async fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
-    return this.withConflictRetries(() =>
-      this.db.transaction().execute(async (tx) => {
-        await releasePaymentLeases(tx, [lease]);
-        const result = await tx
-          .updateTable('webhook_events')
-          .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })
-          .where('id', '=', lease.id)
-          .where('lease_token', '=', lease.token)
-          .where('status', '=', 'processing')
-          .executeTakeFirst();
-        return result.numUpdatedRows === 1n;
-      }),
-    );
-  }
-
-  async dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
-    return this.guard(async () => {
-      const rows = await this.db
-        .selectFrom('webhook_events')
-        .select('id')
-        .where('next_attempt_at', '<=', toDbTime(new Date(this.clock.now().getTime() - overdueMs)))
-        .orderBy('next_attempt_at')
-        .limit(limit)
-        .execute();
-      return rows.map((r) => r.id);
-    });
+  dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
+    return this.errors.guard(() => dueEventIds(this.db, new Date(this.clock.now().getTime() - overdueMs), limit));
   }
 
   nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
@@ -310,107 +121,27 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   private async nextDueOfPayments(payments: PaymentRef[]): Promise<Array<PromiseSettledResult<number | null>>> {
-    const next = await this.guard(() => nextDueEvents(this.db, payments, toDbTime(this.clock.now())));
+    const next = await this.errors.guard(() => nextDueEvents(this.db, payments, toDbTime(this.clock.now())));
     return payments.map((p) => ({ status: 'fulfilled', value: next.get(paymentKey(p.provider, p.paymentId)) ?? null }));
   }
 
-  async eventState(id: number): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
+  eventState(id: number): Promise<EventState | null> {
+    return this.errors.guard(() => eventById(this.db, id));
   }
 
-  async findEvent(provider: string, eventId: string): Promise<EventState | null> {
-    return this.guard(async () => {
-      const row = await this.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
-      return row ? toEventState(row) : null;
-    });
+  findEvent(provider: string, eventId: string): Promise<EventState | null> {
+    return this.errors.guard(() => eventByKey(this.db, provider, eventId));
   }
 
-  async pipelineStats(): Promise<PipelineStats> {
-    return this.guard(async () => {
-      const now = toDbTime(this.clock.now());
-      // Pending events are exactly those with a next attempt time: the index bounds the scan to them.
-      const pending = this.db
-        .selectFrom('webhook_events')
-        .select((eb) => [
-          eb.fn.sum<number | string | null>(eb.case().when('next_attempt_at', '<=', now).then(1).else(0).end()).as('due'),
-          eb.fn
-            .sum<number | string | null>(
-              eb
-                .case()
-                .when(eb.and([eb('status', '=', 'processing'), eb('lease_expires_at', '<=', now)]))
-                .then(1)
-                .else(0)
-                .end(),
-            )
-            .as('stuck'),
-          eb.fn.min('created_at').as('oldest'),
-        ])
-        .where('next_attempt_at', 'is not', null)
-        .executeTakeFirstOrThrow();
-      const failed = this.db
-        .selectFrom('webhook_events')
-        .select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('status', '=', 'failed')
-        .where('next_attempt_at', 'is', null)
-        .executeTakeFirstOrThrow();
-      const [counts, givenUp] = await Promise.all([pending, failed]);
-      return {
-        due: Number(counts.due ?? 0),
-        stuck: Number(counts.stuck ?? 0),
-        oldestPendingAt: counts.oldest ? fromDbTime(counts.oldest) : null,
-        failed: Number(givenUp.n),
-      };
-    });
+  pipelineStats(): Promise<PipelineStats> {
+    return this.errors.guard(() => pipelineStats(this.db, this.clock.now()));
+  }
+
+  isUnavailable(error: unknown): boolean {
+    return this.errors.isUnavailable(error);
   }
 
   async close(): Promise<void> {
     await Promise.all([this.ackDb.destroy(), this.db.destroy()]);
   }
-
-  /** Deadlocks and lock timeouts roll the whole transaction back; running it again is safe. */
-  private async withConflictRetries<T>(operation: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await operation();
-      } catch (error) {
-        if (attempt < TRANSIENT_CONFLICT_RETRIES && this.dialect.isTransientConflict(error)) continue;
-        throw this.translate(error);
-      }
-    }
-  }
-
-  private async guard<T>(operation: () => Promise<T>): Promise<T> {
-    try {
-      return await operation();
-    } catch (error) {
-      throw this.translate(error);
-    }
-  }
-
-  private translate(error: unknown): unknown {
-    if (this.dialect.isUnavailable(error)) {
-      return new StoreUnavailableError(`database unavailable: ${(error as Error).message}`, { cause: error });
-    }
-    return error;
-  }
-}
-
-export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
-  return {
-    id: row.id,
-    provider: row.provider,
-    eventId: row.event_id,
-    eventType: row.event_type,
-    status: row.status,
-    attempts: row.attempts,
-    leaseOwner: row.lease_owner,
-    nextAttemptAt: row.next_attempt_at ? fromDbTime(row.next_attempt_at) : null,
-    lastError: row.last_error,
-    outcome: row.outcome,
-    createdAt: fromDbTime(row.created_at),
-    processedAt: row.processed_at ? fromDbTime(row.processed_at) : null,
-  };
 }

@@ -1,9 +1,32 @@
-import { sql, type ExpressionBuilder, type Kysely } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type QueryResult } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { StoreBackend } from '../db/backend.js';
+import { Batcher } from '../db/batcher.js';
+import { compiledRowsStatement, compiledStatement } from '../db/compiled-statement.js';
+import { toDbTime } from '../db/schema.js';
+import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
 import type { DbTime, EventStatus, InboxDatabase } from '../db/schema.js';
 import { groupBy } from '../db/batcher.js';
-import { compiledRowsStatement } from '../db/compiled-statement.js';
+import type { DatabaseErrors } from './database-errors.js';
 import type { RecordResult } from './inbox-store.js';
+
+/**
+ * Recording deliveries: group commit (see Batcher), so concurrent deliveries are recorded by one
+ * multi-row insert and share a commit (and its log flush), and an acknowledgement is given only for a
+ * payload the database stored whole.
+ */
+
+/** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
+const RECORD_ATTEMPTS = 5;
+/**
+ * Events per group commit, the largest recordBatchShape; bounded so one statement stays far below
+ * parameter and packet limits.
+ */
+export const MAX_RECORD_BATCH = 128;
+const MAX_RECORD_BATCH_BYTES = 4 * 1024 * 1024;
+/** Without RETURNING a batch is a transaction of five round trips, worth it from a handful of events on. */
+const MIN_TRANSACTION_BATCH = 4;
 
 export interface RecordRequest {
   event: VerifiedEvent;
@@ -55,13 +78,23 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
 export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
 
 /**
+ * Columns of any length, bound as `CAST(? AS CHAR)`. A record batch selects its rows with
+ * `SELECT ? UNION ALL SELECT ? ...`, and MariaDB types a UNION's column from its parameters: a bare
+ * string parameter (mysql2 binds strings as MYSQL_TYPE_VAR_STRING) makes it a VARCHAR, whose length
+ * the UNION's temporary table keeps in two bytes, so a value over 65,535 bytes came out with its
+ * length modulo 65,536, without an error or a warning. Cast, the column is a TEXT type sized for the
+ * value, as for a literal. Keys and numbers stay bare: they are short, and typed by their columns.
+ */
+const UNBOUNDED_TEXT_COLUMNS: ReadonlySet<keyof NewEventRow> = new Set(['payload', 'headers']);
+
+/**
  * One new event as a row to insert, unless its key was archived. The archive commits the key before
  * it deletes the row, so an insert racing it meets one or the other: the row (the unique key ignores
  * the insert) or the key (this condition drops it).
  */
 export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
   return db
-    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => sql.val(value(column)).as(column)))
+    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => (UNBOUNDED_TEXT_COLUMNS.has(column) ? sql`cast(${value(column)} as char)` : sql.val(value(column))).as(column)))
     .where((eb) => eb.not(eb.exists(eb.selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))));
 }
 
@@ -107,10 +140,41 @@ async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): P
   return known;
 }
 
-/** The batch's own new rows (by key) and the rows its other events already had. */
+/**
+ * The payload's size as the database stored it, in bytes (octet_length in both stores), read by the
+ * statement that inserts the row: an acknowledgement is given only for a payload stored whole.
+ */
+export const storedPayloadBytes = sql<number | string>`octet_length(${sql.ref('payload')})`.as('payload_bytes');
+
+interface StoredRow {
+  id: number;
+  provider: string;
+  event_id: string;
+  payload_bytes: number | string;
+}
+
+/**
+ * Deletes rows just inserted whose payload the database did not store whole, each while nothing took
+ * it up yet; true when every one of them went. A deleted event is simply recorded again; one already
+ * claimed (a concurrent duplicate answered for it) fails to process, for an operator to see.
+ */
+export async function discardIncomplete(db: Kysely<InboxDatabase>, ids: number[]): Promise<boolean> {
+  const deleted = await db.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'received').where('attempts', '=', 0).executeTakeFirst();
+  return Number(deleted.numDeletedRows) === ids.length;
+}
+
+export function incompleteError(event: VerifiedEvent, storedBytes: number): RecordNotStoredError {
+  return new RecordNotStoredError(
+    `event ${event.provider}/${event.eventId}: the database stored ${storedBytes} of its ${Buffer.byteLength(event.payload)} payload bytes; not acknowledged`,
+  );
+}
+
+/** The batch's own new rows (by key), the rows its other events already had, and its events not stored whole. */
 interface BatchOutcome {
   created: Map<string, number>;
   existing: Map<string, KnownRow>;
+  /** By key: null when the row was discarded (record the event again), else why it cannot be acknowledged. */
+  incomplete: Map<string, RecordNotStoredError | null>;
 }
 
 /**
@@ -119,10 +183,10 @@ interface BatchOutcome {
  * RETURNING, which MariaDB has.
  */
 export function newEventsInsert(db: Kysely<InboxDatabase>) {
-  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, { id: number; provider: string; event_id: string }, InboxDatabase>(
+  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, StoredRow, InboxDatabase>(
     db,
     newEventSource,
-    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id']),
+    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id', storedPayloadBytes]),
     ' union all ',
   );
 }
@@ -141,24 +205,51 @@ export function recordBatchShape(size: number): number {
   return size >= power * 1.5 ? power * 1.5 : power;
 }
 
+/** Inserted rows whose payload is not the size received, by key, with the size stored. */
+function incompleteRows(unique: RecordRequest[], rows: StoredRow[]): Map<string, { id: number; storedBytes: number; event: VerifiedEvent }> {
+  const received = new Map(unique.map((r) => [eventKey(r.event.provider, r.event.eventId), r.event]));
+  const incomplete = new Map<string, { id: number; storedBytes: number; event: VerifiedEvent }>();
+  for (const row of rows) {
+    const key = eventKey(row.provider, row.event_id);
+    const event = received.get(key);
+    if (event && Number(row.payload_bytes) !== Buffer.byteLength(event.payload)) incomplete.set(key, { id: Number(row.id), storedBytes: Number(row.payload_bytes), event });
+  }
+  return incomplete;
+}
+
 /**
  * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
- * rows it inserted. An event it did not insert was stored already (or by a concurrent writer, whose
- * commit the insert waited for) or archived, and one more read finds its row.
+ * rows it inserted with the size of each stored payload. An event it did not insert was stored
+ * already (or by a concurrent writer, whose commit the insert waited for) or archived, and one more
+ * read finds its row. A row whose payload was not stored whole is discarded (see discardIncomplete).
  */
 async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
   const { rows } = await insert(unique.map(newEventRow));
-  const created = new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
-  const others = unique.filter((r) => !created.has(eventKey(r.event.provider, r.event.eventId))).map((r) => r.event);
-  return { created, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
+  const bad = incompleteRows(unique, rows);
+  const incomplete = new Map<string, RecordNotStoredError | null>();
+  if (bad.size > 0) {
+    const discarded = await discardIncomplete(
+      db,
+      [...bad.values()].map((row) => row.id),
+    );
+    for (const [key, row] of bad) incomplete.set(key, discarded ? null : incompleteError(row.event, row.storedBytes));
+  }
+  const created = new Map<string, number>();
+  for (const row of rows) {
+    const key = eventKey(row.provider, row.event_id);
+    if (!bad.has(key)) created.set(key, Number(row.id));
+  }
+  const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)) && !bad.has(eventKey(event.provider, event.eventId)));
+  return { created, incomplete, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
 }
 
 /**
  * Without RETURNING (MySQL): in one transaction, read which events exist (or were archived), insert
- * the others in one multi-row INSERT IGNORE, read back their ids. A multi-row insert's affected-row
- * count says how many rows were new but not which, so the read before the insert decides, and the
- * count only confirms that nobody else inserted one of them in between (otherwise
- * ConcurrentInsertError).
+ * the others in one multi-row INSERT IGNORE, read back their ids and payload sizes. A multi-row
+ * insert's affected-row count says how many rows were new but not which, so the read before the
+ * insert decides, and the count only confirms that nobody else inserted one of them in between
+ * (otherwise ConcurrentInsertError). A payload not stored whole rolls the transaction back, and the
+ * store records the batch's events one by one.
  */
 async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
   return db.transaction().execute(async (tx) => {
@@ -167,14 +258,18 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
       unique.map((r) => r.event),
     );
     const missing = unique.filter((r) => !existing.has(eventKey(r.event.provider, r.event.eventId)));
-    if (missing.length === 0) return { existing, created: new Map() };
+    if (missing.length === 0) return { existing, created: new Map(), incomplete: new Map() };
     const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
-    const created = await knownByKey(
-      tx,
-      missing.map((r) => r.event),
-    );
-    return { existing, created: new Map([...created].map(([key, row]) => [key, row.id])) };
+    const rows = await tx
+      .selectFrom('webhook_events')
+      .select(['id', 'provider', 'event_id', storedPayloadBytes])
+      .where(whereKeys(missing.map((r) => r.event)))
+      .execute();
+    const bad = incompleteRows(missing, rows);
+    const [incomplete] = bad.values();
+    if (incomplete) throw incompleteError(incomplete.event, incomplete.storedBytes);
+    return { existing, created: new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)])), incomplete: new Map() };
   });
 }
 
@@ -183,10 +278,15 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
  * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
  * which matters as soon as a round trip to the database costs.
  * Within the batch, the first request for an event records it; the others are its duplicates. An
- * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered null,
- * for the caller to record alone; the batch's other answers stand.
+ * event whose row the database neither inserted nor holds (see RecordNotStoredError), or whose
+ * payload it stored incomplete and let go, is answered null, for the caller to record alone; one
+ * whose incomplete row stays gets its error. The batch's other answers stand.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | null>> {
+export async function recordBatch(
+  db: Kysely<InboxDatabase>,
+  requests: RecordRequest[],
+  insert: NewEventsInsert | null,
+): Promise<Array<RecordResult | RecordNotStoredError | null>> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -194,12 +294,13 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
-  const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
+  const { created, existing, incomplete } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
-  return requests.map((request): RecordResult | null => {
+  return requests.map((request): RecordResult | RecordNotStoredError | null => {
     const key = eventKey(request.event.provider, request.event.eventId);
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
+    if (incomplete.has(key)) return incomplete.get(key)!;
     const row = existing.get(key);
     return row ? { outcome: 'duplicate', id: row.id, status: row.status } : null;
   });
@@ -208,4 +309,136 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
 function compare(a: VerifiedEvent, b: VerifiedEvent): number {
   if (a.provider !== b.provider) return a.provider < b.provider ? -1 : 1;
   return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
+}
+
+interface EventKey extends Record<string, unknown> {
+  provider: string;
+  event_id: string;
+}
+
+/**
+ * The acknowledgement path's writer: deliveries are batched (one batch per connection of `ackDb` at a
+ * time), a batch is one statement where the database has INSERT ... RETURNING, and an event a batch
+ * could not settle is recorded alone. `ackDb` serves this path alone, so a delivery's insert never
+ * queues behind processing statements for a pooled connection.
+ */
+export class EventRecorder {
+  private readonly batcher: Batcher<RecordRequest, RecordResult>;
+  /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
+  private insertReturns: Promise<boolean> | undefined;
+  /** The statements every delivery may run, compiled once (see compiledStatement). */
+  private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
+  private readonly insertNewEvents: NewEventsInsert;
+  private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
+  private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
+  private readonly selectPayloadBytes: (row: { id: number }) => Promise<QueryResult<{ payload_bytes: number | string }>>;
+
+  /** @param recordBatches record batches running at once, one per connection of `ackDb`. */
+  constructor(
+    private readonly ackDb: Kysely<InboxDatabase>,
+    recordBatches: number,
+    private readonly backend: StoreBackend,
+    private readonly errors: DatabaseErrors,
+    private readonly clock: Clock,
+  ) {
+    this.batcher = new Batcher((requests) => this.recordMany(requests), {
+      maxBatch: MAX_RECORD_BATCH,
+      maxInFlight: recordBatches,
+      weight: (request) => request.event.payload.length,
+      maxWeight: MAX_RECORD_BATCH_BYTES,
+      shape: recordBatchShape,
+      // A provider's concurrent copies of one event wait for the first one's record: run beside it,
+      // each would insert the same key and wait for the other's row lock, its whole batch with it.
+      coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },
+    });
+    this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
+      db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
+    );
+    this.insertNewEvents = newEventsInsert(ackDb);
+    this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
+    );
+    this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
+    );
+    this.selectPayloadBytes = compiledStatement<{ id: number }, { payload_bytes: number | string }, InboxDatabase>(ackDb, (db, value) =>
+      db.selectFrom('webhook_events').select(storedPayloadBytes).where('id', '=', value('id')),
+    );
+  }
+
+  /** Resolves once the batch that carries the event has committed. */
+  record(event: VerifiedEvent, paymentId: string | null): Promise<RecordResult> {
+    return this.batcher.submit({ event, paymentId, receivedAt: toDbTime(this.clock.now()) });
+  }
+
+  private async recordMany(requests: RecordRequest[]): Promise<Array<PromiseSettledResult<RecordResult>>> {
+    const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
+    if (requests.length === 1) return alone();
+    try {
+      const returning = await this.insertReturning();
+      if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
+      const results = await this.errors.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
+      return await Promise.allSettled(
+        results.map((result, i) => (result instanceof RecordNotStoredError ? Promise.reject(result) : result ? Promise.resolve(result) : this.recordOne(requests[i]!))),
+      );
+    } catch (error) {
+      // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
+      // events (ConcurrentInsertError), a payload stored incomplete (rolled back), or one row the
+      // database refuses: each event alone, so only a bad one fails.
+      if (this.backend.isUnavailable(error)) throw this.errors.translate(error);
+      return alone();
+    }
+  }
+
+  /** Asked of the server once; asked again after a failure (it may have been down). */
+  private insertReturning(): Promise<boolean> {
+    this.insertReturns ??= this.backend.insertReturning(this.ackDb).catch((error: unknown) => {
+      this.insertReturns = undefined;
+      throw error;
+    });
+    return this.insertReturns;
+  }
+
+  /**
+   * One event, one autocommit statement. A row that was neither inserted nor found, or whose payload
+   * was stored incomplete and discarded, is inserted again (see RecordNotStoredError); a batch leaves
+   * such an event to this.
+   */
+  private async recordOne(request: RecordRequest): Promise<RecordResult> {
+    const { event } = request;
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.errors.guard(() => this.insertOne(request));
+      if (result instanceof RecordNotStoredError) throw result;
+      if (result) return result;
+      if (attempt === RECORD_ATTEMPTS) {
+        throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
+      }
+    }
+  }
+
+  /**
+   * Where the database has RETURNING, the batch statement for one row: it reads the stored payload's
+   * size as it inserts. Otherwise (MySQL) an INSERT IGNORE whose affected-row count tells new from
+   * duplicate, and a read of the new row's payload size.
+   */
+  private async insertOne(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
+    if (await this.insertReturning()) return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
+    return this.insertOrFind(request);
+  }
+
+  /** The event's result, or null when the database neither inserted its row whole nor has one for its key. */
+  private async insertOrFind(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
+    const inserted = await this.insertNewEvent(newEventRow(request));
+    if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
+      const id = Number(inserted.insertId);
+      const storedBytes = Number((await this.selectPayloadBytes({ id })).rows[0]?.payload_bytes);
+      if (storedBytes === Buffer.byteLength(request.event.payload)) return { outcome: 'recorded', id, status: 'received' };
+      return (await discardIncomplete(this.ackDb, [id])) ? null : incompleteError(request.event, storedBytes);
+    }
+    const key = { provider: request.event.provider, event_id: request.event.eventId };
+    const existing = (await this.selectEventByKey(key)).rows[0];
+    if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
+    const archived = (await this.selectArchivedByKey(key)).rows[0];
+    return archived ? { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' } : null;
+  }
 }

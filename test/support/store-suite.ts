@@ -20,7 +20,13 @@ export interface StoreSuite {
  * store on a test clock; the store is closed and the database dropped after the suite. `domains`:
  * whose tables the store has besides the inbox's own (the course platform's, say).
  */
-export async function describeEachStore(title: string, body: (suite: StoreSuite) => void, options: { domains?: PaymentDomain[] } = {}): Promise<void> {
+export async function describeEachStore(title: string, body: (suite: StoreSuite) => void): Promise<void>;
+export async function describeEachStore(title: string, options: { domains: PaymentDomain[] }, body: (suite: StoreSuite) => void): Promise<void>;
+export async function describeEachStore(
+  title: string,
+  ...[first, second]: [(suite: StoreSuite) => void] | [{ domains: PaymentDomain[] }, (suite: StoreSuite) => void]
+): Promise<void> {
+  const [options, body] = second === undefined ? [{ domains: [] }, first as (suite: StoreSuite) => void] : [first as { domains: PaymentDomain[] }, second];
   const databases = await createTestDatabases();
   for (const backend of STORE_BACKENDS) {
     const database = databases[backend];
@@ -28,7 +34,7 @@ export async function describeEachStore(title: string, body: (suite: StoreSuite)
       const suite = { backend, clock: new TestClock() } as StoreSuite;
       before(async () => {
         suite.database = database as TestDatabase;
-        const { migrations } = composeDomains(testConfig(suite.database.url), options.domains ?? []);
+        const { migrations } = composeDomains(testConfig(suite.database.url), options.domains);
         suite.store = openStore(suite.database.url, { poolSize: 4, clock: suite.clock, migrations });
         suite.migrated = await suite.store.migrate();
       });

@@ -75,8 +75,8 @@ export function registerArchiveCommands(program: Command): void {
       if (report.kept > 0) console.log(`${report.kept} events changed after they were written (e.g. replayed) and stay in the database`);
     });
 
-  queryOptions(archive.command('search').description('find archived events without restoring them')).action(async (flags: QueryFlags) => {
-    const matches = await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders());
+  queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
+    const matches = (await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders())).reverse();
     if (flags.json) return printJson(matches);
     if (matches.length === 0) {
       console.log(`nothing in ${flags.from} matches ${describeQuery(archiveQuery(flags))}`);

@@ -1,36 +1,39 @@
 import type { Command } from 'commander';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/event-lookup.js';
-import { choiceOption, configOrExit, positiveIntegerOption, timeOption, withInbox } from '../context.js';
-import { printFields, printJson, printTable } from '../output.js';
+import { eventSummary, type EventSummary } from '../../ops/payment-detail.js';
+import { choiceOption, configOrExit, withInbox } from '../context.js';
+import { listingOptions, type ListingFlags } from '../filters.js';
+import { printFields, printJson, printTable, type Column } from '../output.js';
+
+/** The columns of every events table (`events list`, `payments show`). */
+export const EVENT_COLUMNS: Array<Column<EventSummary>> = [
+  ['id', (r) => r.id],
+  ['provider', (r) => r.provider],
+  ['event id', (r) => r.event_id],
+  ['type', (r) => r.event_type],
+  ['payment', (r) => r.payment_id],
+  ['status', (r) => r.status],
+  ['attempts', (r) => r.attempts],
+  ['received (UTC)', (r) => r.created_at],
+  ['outcome / last error', (r) => r.outcome ?? r.last_error, 'whole'],
+];
 
 export function registerEventsCommands(program: Command): void {
   const events = program.command('events').description('list and inspect stored events');
 
-  events
-    .command('list')
-    .description('list events, oldest first, filtered by provider, status, type and time received')
-    .option('--provider <name>', `stripe, razorpay or payu`, choiceOption(PROVIDER_NAMES))
+  listingOptions(events.command('list').description('list events, newest first, filtered by provider, payment, status, type and time received'), {
+    rows: 'events',
+    written: 'received',
+    limit: 50,
+  })
     .option('--status <status>', EVENT_STATUSES.join(', '), choiceOption(EVENT_STATUSES))
     .option('--type <event-type>', 'provider event type, e.g. payment_intent.succeeded')
-    .option('--since <when>', 'received at or after: a duration ago (24h, 7d) or a date (2024-05-01)', timeOption)
-    .option('--until <when>', 'received before: a duration ago or a date', timeOption)
-    .option('--limit <n>', 'at most this many', positiveIntegerOption, 50)
-    .option('--json', 'print JSON')
-    .action(async (options: { provider?: string; status?: (typeof EVENT_STATUSES)[number]; type?: string; since?: Date; until?: Date; limit: number; json?: boolean }) => {
+    .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string }) => {
       const { events: rows, more } = await withInbox(configOrExit().config, (inbox) => findEvents(inbox.store.db, options));
-      if (options.json) return printJson({ events: rows.map(({ payload: _payload, headers: _headers, lease_token: _token, ...row }) => row), more });
+      if (options.json) return printJson({ events: rows.map(eventSummary), more });
       if (rows.length === 0) return console.log('no events match');
-      printTable(rows, [
-        ['id', (r) => r.id],
-        ['provider', (r) => r.provider],
-        ['event id', (r) => r.event_id],
-        ['type', (r) => r.event_type],
-        ['status', (r) => r.status],
-        ['attempts', (r) => r.attempts],
-        ['received (UTC)', (r) => r.created_at],
-        ['outcome / last error', (r) => r.outcome ?? r.last_error],
-      ]);
+      printTable(rows, EVENT_COLUMNS);
       if (more) console.log(`... more events match; raise --limit or narrow the filter`);
     });
 

@@ -1,30 +1,42 @@
 import { Option, type Command } from 'commander';
-import { systemClock } from '../../clock.js';
 import type { Config } from '../../config/settings.js';
-import { OutboxStore, RETRYABLE, type OutboxEntry } from '../../outbox/outbox-store.js';
+import { paymentEffectKeys } from '../../course-platform/handlers.js';
+import { paymentOrderingKey } from '../../forwarding/forwarded-event.js';
+import { OutboxStore, RETRYABLE, type OutboxEntry, type OutboxFilter } from '../../outbox/outbox-store.js';
+import { PROVIDER_NAMES } from '../../model/delivery.js';
 import type { OutboxStatus } from '../../db/schema.js';
-import { openStore } from '../../store/open-store.js';
-import { positiveIntegerOption, wholeNumberOption } from '../context.js';
+import { wholeNumberOption, withInbox } from '../context.js';
+import { listingOptions, type ListingFlags } from '../filters.js';
+import { tableText, type Column } from '../output.js';
 
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
-async function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
-  const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
-  try {
-    return await run(new OutboxStore(store.db, systemClock));
-  } finally {
-    await store.close();
-  }
+function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
+  return withInbox(config, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock)));
 }
 
-/** One line per row: the key and status first, then what an operator needs to decide. */
-function outboxLine(entry: OutboxEntry): string {
-  const when = entry.status === 'sent' ? `sent ${entry.sentAt?.toISOString()}` : entry.nextAttemptAt ? `next ${entry.nextAttemptAt.toISOString()}` : null;
-  const detail = entry.lastError ? `error: ${entry.lastError}` : entry.outcome;
-  return [`#${entry.id}`, entry.status, entry.kind, entry.idempotencyKey, `attempts=${entry.attempts}`, when, detail]
-    .filter((part) => part !== null)
-    .join('  ')
-    .replace(/\s*\n\s*/g, ' ');
+/** The columns of every outbox table (`outbox list`, `payments show`): key and status first, then what an operator needs to decide. */
+export const OUTBOX_COLUMNS: Array<Column<OutboxEntry>> = [
+  ['id', (entry) => entry.id],
+  ['status', (entry) => entry.status],
+  ['kind', (entry) => entry.kind],
+  ['key', (entry) => entry.idempotencyKey],
+  ['attempts', (entry) => entry.attempts],
+  ['written (UTC)', (entry) => entry.createdAt],
+  ['sent / next attempt', (entry) => entry.sentAt ?? entry.nextAttemptAt],
+  ['last error / outcome', (entry) => entry.lastError ?? entry.outcome, 'whole'],
+];
+
+/**
+ * The rows of one payment (the course platform's receipt, fulfilment and cancellation keys, and its
+ * forwarded events), or of every payment of a provider (the keys' prefixes).
+ */
+function paymentKeys({ provider, payment }: ListingFlags): Pick<OutboxFilter, 'keys' | 'orderingKeys' | 'keyPrefixes'> {
+  const providers = provider ? [provider] : PROVIDER_NAMES;
+  if (payment !== undefined) {
+    return { keys: providers.flatMap((name) => paymentEffectKeys(name, payment)), orderingKeys: providers.map((name) => paymentOrderingKey(name, payment)) };
+  }
+  return provider ? { keyPrefixes: [...paymentEffectKeys(provider, ''), `forward:${provider}:`] } : {};
 }
 
 /**
@@ -34,17 +46,20 @@ function outboxLine(entry: OutboxEntry): string {
 export function registerOutboxCommand(program: Command, loadConfig: () => Config, print: (line: string) => void = console.log): void {
   const outbox = program.command('outbox').description('inspect and retry side effects: receipt e-mails, fulfilment requests');
 
-  outbox
-    .command('list')
-    .description('list outbox rows, newest first')
+  listingOptions(outbox.command('list').description('list outbox rows, newest first'), { rows: 'rows', written: 'written', limit: 50 })
     .addOption(new Option('--status <status>', 'only rows in this status').choices(STATUSES))
-    .option('--limit <n>', 'at most this many rows', positiveIntegerOption, 50)
-    .option('--json', 'print JSON')
-    .action(async (options: { status?: OutboxStatus; limit: number; json?: boolean }) => {
-      const entries = await withOutbox(loadConfig(), (store) => store.list({ status: options.status, limit: options.limit }));
+    .option('--kind <kind>', 'only rows of this kind: receipt_email, fulfilment, fulfilment_cancellation, or your own')
+    .action(async (options: ListingFlags & { status?: OutboxStatus; kind?: string }) => {
+      const { status, kind, since, until, limit } = options;
+      const rows = await withOutbox(loadConfig(), (store) => store.list({ status, kind, since, until, ...paymentKeys(options), limit: limit + 1 }));
+      const entries = rows.slice(0, limit);
+      const more = rows.length > limit;
       if (options.json) print(JSON.stringify(entries, null, 2));
-      else if (entries.length === 0) print(options.status ? `no ${options.status} outbox rows` : 'the outbox is empty');
-      else for (const entry of entries) print(outboxLine(entry));
+      else if (entries.length === 0) print(status ? `no ${status} outbox rows` : 'no outbox rows match');
+      else {
+        print(tableText(entries, OUTBOX_COLUMNS));
+        if (more) print('... more rows match; raise --limit or narrow the filter');
+      }
     });
 
   const retry = outbox
@@ -52,19 +67,19 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
     .description('make a failed or skipped row due again (same idempotency key, fresh attempts): one by id, or all with --status')
     .argument('[id]', 'outbox row id', wholeNumberOption(Number.MAX_SAFE_INTEGER))
     .addOption(new Option('--status <status>', 'every row in this status').choices(RETRYABLE))
-    .action(async (id: number | undefined, options: { status?: OutboxStatus }) => {
+    .option('--json', 'print JSON: {"retried": <rows made due again>}')
+    .action(async (id: number | undefined, options: { status?: OutboxStatus; json?: boolean }) => {
       if ((id === undefined) === (options.status === undefined)) {
         retry.error('outbox retry: give either a row id or --status failed|skipped', { exitCode: 2 });
       }
       await withOutbox(loadConfig(), async (store) => {
-        if (id === undefined) {
-          print(`${await store.retry({ status: options.status! })} ${options.status} rows are pending again`);
-        } else if ((await store.retry({ id })) === 1) {
-          print(`outbox row ${id} is pending again`);
-        } else {
+        const retried = await store.retry(id === undefined ? { status: options.status! } : { id });
+        if (id !== undefined && retried === 0) {
           const entry = await store.find(id);
           throw new Error(entry ? `outbox row ${id} is ${entry.status}; only ${RETRYABLE.join(' or ')} rows can be retried` : `no outbox row ${id}`);
         }
+        if (options.json) print(JSON.stringify({ retried }));
+        else print(id === undefined ? `${retried} ${options.status} rows are pending again` : `outbox row ${id} is pending again`);
       });
     });
 }

@@ -1,37 +1,29 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError, type Command } from 'commander';
-import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { Replayer, replayResultText, type ReplayItem, type ReplaySelection } from '../../ops/replay.js';
-import { choiceOption, configOrExit, EXIT_FAILED, positiveIntegerOption, timeOption, withInbox } from '../context.js';
+import { choiceOption, configOrExit, EXIT_FAILED, withInbox } from '../context.js';
+import { listingOptions, type ListingFlags } from '../filters.js';
 import { printJson, printTable, progressBar, type Column } from '../output.js';
 
-interface ReplayFlags {
+interface ReplayFlags extends ListingFlags {
   status?: 'failed' | 'processed';
-  provider?: string;
   type?: string;
-  since?: Date;
-  until?: Date;
-  limit: number;
   dryRun?: boolean;
   reason?: string;
   actor?: string;
-  json?: boolean;
 }
 
 export function registerReplayCommand(program: Command): void {
-  program
-    .command('replay [event-ids...]')
-    .description('process stored events again, through the same lease and fencing as live traffic')
+  listingOptions(program.command('replay [event-ids...]').description('process stored events again, oldest first, through the same lease and fencing as live traffic'), {
+    rows: 'events',
+    written: 'received',
+    limit: 1000,
+  })
     .option('--status <status>', 'replay every event in this status (failed or processed) matching the filters', choiceOption(['failed', 'processed'] as const))
-    .option('--provider <name>', 'only this provider', choiceOption(PROVIDER_NAMES))
     .option('--type <event-type>', 'only this event type')
-    .option('--since <when>', 'received at or after: a duration ago (24h) or a date', timeOption)
-    .option('--until <when>', 'received before: a duration ago or a date', timeOption)
-    .option('--limit <n>', 'at most this many events', positiveIntegerOption, 1000)
     .option('--dry-run', 'print what would be replayed and the payment change each would cause')
     .option('--reason <text>', 'why (required unless --dry-run; recorded with each replay)')
     .option('--actor <name>', 'who is replaying (default: the OS user)')
-    .option('--json', 'print JSON')
     .action(async (ids: string[], flags: ReplayFlags) => {
       const selection = replaySelection(ids, flags);
       const config = configOrExit().config;
@@ -56,7 +48,7 @@ export function registerReplayCommand(program: Command): void {
           ['was', (i) => i.previousStatus],
         ];
         if (report.dryRun) columns.push(['payment change', (i) => i.transition]);
-        columns.push(['result', replayResultText]);
+        columns.push(['result', replayResultText, 'whole']);
         printTable(report.items, columns);
         if (!report.dryRun) console.log(`${report.counts.processed} processed, ${report.counts.failed} failed, ${report.counts.skipped} skipped`);
         if (report.more) console.log(`more events match than --limit ${flags.limit}; run again to continue`);
@@ -66,12 +58,15 @@ export function registerReplayCommand(program: Command): void {
 }
 
 function replaySelection(ids: string[], flags: ReplayFlags): ReplaySelection {
-  const filtered = flags.type !== undefined || flags.since !== undefined || flags.until !== undefined;
+  const filtered = flags.type !== undefined || flags.payment !== undefined || flags.since !== undefined || flags.until !== undefined;
   if (ids.length > 0 && flags.status) throw new InvalidArgumentError('give event ids or --status, not both');
   if (ids.length > 0) {
-    if (filtered) throw new InvalidArgumentError('--type, --since and --until select by --status; with event ids, leave them out');
+    if (filtered) throw new InvalidArgumentError('--type, --payment, --since and --until select by --status; with event ids, leave them out');
     return { kind: 'events', refs: ids, provider: flags.provider };
   }
   if (!flags.status) throw new InvalidArgumentError('name the events to replay, or select them with --status failed');
-  return { kind: 'filter', filter: { status: flags.status, provider: flags.provider, type: flags.type, since: flags.since, until: flags.until, limit: flags.limit } };
+  return {
+    kind: 'filter',
+    filter: { status: flags.status, provider: flags.provider, payment: flags.payment, type: flags.type, since: flags.since, until: flags.until, limit: flags.limit },
+  };
 }

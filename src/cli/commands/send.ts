@@ -29,7 +29,7 @@ export function registerSendCommand(program: Command): void {
     .option('--url <url>', 'the service (http://host:port) or a full webhook URL (default http://127.0.0.1:$PORT)')
     .option('--repeat <n>', 'send the same event this many times, one after the other', positiveIntegerOption, 1)
     .option('--concurrent <n>', 'send this many copies at the same time (per repeat)', positiveIntegerOption, 1)
-    .option('--payment <id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU mihpayid); same id = same payment")
+    .option('--payment <id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU txnid); same id = same payment")
     .option('--user <id>', 'user id in the metadata (course platform)')
     .option('--course <id>', 'course id in the metadata (course platform)')
     .option('--amount <minor-units>', 'amount in cents / paise', positiveIntegerOption)
@@ -50,7 +50,7 @@ export function registerSendCommand(program: Command): void {
       else {
         console.log(`${report.provider} ${report.eventType} ${report.eventId} (payment ${report.paymentId}) -> ${report.url}`);
         printTable(Object.entries(report.answers), [
-          ['answer', ([answer]) => answer],
+          ['answer', ([answer]) => answer, 'whole'],
           ['deliveries', ([, count]) => count],
         ]);
         const times = report.deliveries.map((d) => d.ms).sort((a, b) => a - b);

@@ -9,24 +9,32 @@ import { printJson, printTable } from '../output.js';
 export function registerStuckCommand(program: Command): void {
   program
     .command('stuck')
-    .description('list events that need an operator; exit code 1 when there are any (cron-friendly)')
+    .description('list events and outbox rows (receipts, fulfilment requests) that need an operator; exit code 1 when there are any (cron-friendly)')
     .option('--older-than <duration>', 'received events count as stuck after this long (default STUCK_CHECK_OLDER_THAN, 30m)', durationOption)
+    .option(
+      '--outbox-older-than <duration>',
+      'pending outbox rows count as stuck after this long (default STUCK_CHECK_OUTBOX_OLDER_THAN, 1h); failed ones always do',
+      durationOption,
+    )
     .option('--alert', 'also post a summary to ALERT_WEBHOOK_URL (Slack-compatible) when anything is found')
     .option('--json', 'print JSON')
-    .action(async (options: { olderThan?: number; alert?: boolean; json?: boolean }) => {
+    .action(async (options: { olderThan?: number; outboxOlderThan?: number; alert?: boolean; json?: boolean }) => {
       const config = configOrExit().config;
       const alertUrl = config.operations.alertWebhookUrl;
       if (options.alert && !alertUrl) throw new OperationError('--alert needs ALERT_WEBHOOK_URL (a Slack incoming webhook or any URL taking its JSON)', 'bad_argument');
-      const olderThanMs = options.olderThan ?? config.operations.stuckCheck.olderThanMs;
+      const defaults = config.operations.stuckCheck;
+      const thresholds = { olderThanMs: options.olderThan ?? defaults.olderThanMs, outboxOlderThanMs: options.outboxOlderThan ?? defaults.outboxOlderThanMs };
       const report = await withInbox(config, async (inbox) => {
-        const found = await findStuck(inbox.store.db, inbox.clock, { olderThanMs });
+        const found = await findStuck(inbox.store.db, inbox.clock, thresholds);
         if (options.alert && found.total > 0) await sendStuckAlert(alertUrl!, found, inbox.logger, 'stuck command');
         return found;
       });
 
       if (options.json) printJson(report);
       else {
-        console.log(`${summarizeStuck(report)} (received events count after ${formatDuration(olderThanMs)})`);
+        console.log(
+          `${summarizeStuck(report)} (received events count after ${formatDuration(thresholds.olderThanMs)}, pending outbox rows after ${formatDuration(thresholds.outboxOlderThanMs)})`,
+        );
         if (report.events.length > 0) {
           printTable(report.events, [
             ['kind', (e) => STUCK_KIND_LABELS[e.kind]],
@@ -37,7 +45,20 @@ export function registerStuckCommand(program: Command): void {
             ['attempts', (e) => e.attempts],
             ['received (UTC)', (e) => e.createdAt],
             ['lease expiry / next retry', (e) => e.dueAt ?? (e.kind === 'failed' ? 'none left' : null)],
-            ['last error', (e) => e.lastError],
+            ['last error', (e) => e.lastError, 'whole'],
+          ]);
+        }
+        if (report.outbox.length > 0) {
+          if (report.events.length > 0) console.log('');
+          printTable(report.outbox, [
+            ['outbox', (row) => (row.state === 'failed' ? 'failed' : `${row.status} too long`)],
+            ['id', (row) => row.id],
+            ['kind', (row) => row.kind],
+            ['key', (row) => row.idempotencyKey],
+            ['attempts', (row) => row.attempts],
+            ['written (UTC)', (row) => row.createdAt],
+            ['next attempt', (row) => row.nextAttemptAt ?? (row.state === 'failed' ? 'none left: outbox retry' : null)],
+            ['last error', (row) => row.lastError, 'whole'],
           ]);
         }
         if (options.alert && report.total > 0) console.log('alert sent');

@@ -35,7 +35,16 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 const ER_LOCK_WAIT_TIMEOUT = 1205;
 const ER_LOCK_DEADLOCK = 1213;
-const ER_BAD_DB_ERROR = 1049;
+/**
+ * The server refuses this service's account or its database: unavailable like a server that is down
+ * (503, the provider retries; not ready), until the credentials or grants are fixed.
+ */
+const REFUSED_ERRNOS = new Set([
+  1044, // ER_DBACCESS_DENIED_ERROR
+  1045, // ER_ACCESS_DENIED_ERROR
+  1049, // ER_BAD_DB_ERROR
+  1698, // ER_ACCESS_DENIED_NO_PASSWORD_ERROR
+]);
 
 function driverError(error: unknown): { code?: string; errno?: number; fatal?: boolean } {
   return typeof error === 'object' && error !== null ? error : {};
@@ -87,9 +96,13 @@ export const mysqlBackend: StoreBackend = {
       if ((rows as unknown[]).length === 0) {
         await connection.query(`CREATE DATABASE IF NOT EXISTS \`${name.replaceAll('`', '``')}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
       }
-    } finally {
-      await connection.end();
+    } catch (error) {
+      // Not end(): after a refused login mysql2 never settles it, and a process waiting on nothing
+      // else would end with exit code 0 and the error unsaid.
+      connection.destroy();
+      throw error;
     }
+    await connection.end();
   },
 
   async insertReturning(db) {
@@ -104,6 +117,6 @@ export const mysqlBackend: StoreBackend = {
 
   isUnavailable(error) {
     const { code, errno, fatal } = driverError(error);
-    return (code !== undefined && UNAVAILABLE_CODES.has(code)) || errno === ER_BAD_DB_ERROR || fatal === true;
+    return (code !== undefined && UNAVAILABLE_CODES.has(code)) || (errno !== undefined && REFUSED_ERRNOS.has(errno)) || fatal === true;
   },
 };

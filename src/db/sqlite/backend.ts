@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { CompiledQuery, Kysely, SqliteAdapter, SqliteDriver, SqliteIntrospector, SqliteQueryCompiler, sql, type DatabaseConnection, type Dialect, type Driver } from 'kysely';
 import { sqliteFilePath } from '../../config/database-url.js';
-import { StoreUnavailableError } from '../../errors.js';
+import { describeError, StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
@@ -34,14 +34,30 @@ function errorCode(error: unknown): string {
   return typeof code === 'string' ? code : '';
 }
 
+/**
+ * `mkdir -p` that fails where node's own (`recursive: true`) spins for ever, burning a core: below a
+ * directory that exists but refuses children with ENOENT (/proc, a dangling symlink), that one steps
+ * back to the parent, finds it there and tries the child again, without end. Here each missing
+ * ancestor is made once, top down, and a refusal is final.
+ */
+function makeDirectories(path: string): void {
+  const parent = dirname(path);
+  if (parent !== path && !existsSync(parent)) makeDirectories(parent);
+  try {
+    mkdirSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 function openDatabase(path: string): Database.Database {
   let database: Database.Database;
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDirectories(dirname(path));
     database = new Database(path, { timeout: BUSY_TIMEOUT_MS });
   } catch (error) {
     // A missing permission or a file in the way: callers answer 503 and the next query tries again.
-    throw new StoreUnavailableError(`cannot open SQLite database ${path}: ${(error as Error).message}`, { cause: error });
+    throw new StoreUnavailableError(`cannot open SQLite database ${path}: ${describeError(error)}`, { cause: error });
   }
   // WAL lets readers run beside the writer; synchronous=FULL syncs the WAL on every commit, so an
   // acknowledged event survives power loss, not only a process crash.

@@ -1,4 +1,5 @@
 import type { ProviderSettings } from '../../config/settings.js';
+import { describeError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { ProviderName } from '../../model/delivery.js';
 import type { SimulatedEvent } from './simulated-events.js';
@@ -83,7 +84,6 @@ async function deliver(url: string, delivery: ReturnType<typeof signEvent>, time
     }
     return { status: response.status, answer, ms: Math.round(performance.now() - started) };
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code;
-    return { status: null, answer: `no answer (${cause ?? (error as Error).message})`, ms: Math.round(performance.now() - started) };
+    return { status: null, answer: `no answer (${describeError(error)})`, ms: Math.round(performance.now() - started) };
   }
 }

@@ -1,6 +1,7 @@
 import type { ProviderSettings } from '../../config/settings.js';
-import { hmacSha256Hex } from '../../providers/digest.js';
-import { payuReverseHash } from '../../providers/payu/verify.js';
+import { payuSignedBody } from '../../providers/payu/sign.js';
+import { razorpaySignedHeaders } from '../../providers/razorpay/sign.js';
+import { stripeSignedHeaders } from '../../providers/stripe/sign.js';
 import type { ProviderName } from '../../model/delivery.js';
 import { OperationError } from '../errors.js';
 import { randomId, type SimulatedEvent } from './simulated-events.js';
@@ -29,23 +30,16 @@ export function signEvent(event: SimulatedEvent, providers: ProviderSettings, op
     case 'stripe': {
       const secret = forgedSecret ?? requireSettings(providers.stripe, 'stripe').secrets[0]!;
       const body = JSON.stringify(event.json);
-      const t = Math.floor((options.now ?? new Date()).getTime() / 1000);
-      return { provider: 'stripe', headers: { 'content-type': 'application/json', 'stripe-signature': `t=${t},v1=${hmacSha256Hex(secret, `${t}.`, body)}` }, body };
+      return { provider: 'stripe', headers: stripeSignedHeaders(body, secret, options.now ?? new Date()), body };
     }
     case 'razorpay': {
       const secret = forgedSecret ?? requireSettings(providers.razorpay, 'razorpay').secrets[0]!;
       const body = JSON.stringify(event.json);
-      return {
-        provider: 'razorpay',
-        headers: { 'content-type': 'application/json', 'x-razorpay-signature': hmacSha256Hex(secret, body), 'x-razorpay-event-id': event.eventId },
-        body,
-      };
+      return { provider: 'razorpay', headers: razorpaySignedHeaders(body, secret, event.eventId), body };
     }
     case 'payu': {
       const { merchantKey, merchantSalt } = requireSettings(providers.payu, 'payu');
-      const fields = { key: merchantKey, ...event.fields };
-      const hash = payuReverseHash(fields, forgedSecret ?? merchantSalt, merchantKey);
-      return { provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ ...fields, hash }).toString() };
+      return { provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: payuSignedBody(event.fields, forgedSecret ?? merchantSalt, merchantKey) };
     }
   }
 }

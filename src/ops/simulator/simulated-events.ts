@@ -255,11 +255,12 @@ const payuEvent: Builder<Extract<SimulatedEvent, { provider: 'payu' }>> = (type,
     eventType: `payment.${status}`,
     paymentId: payment.paymentId,
     fields: {
-      mihpayid: payment.paymentId,
+      // PayU's id of this attempt; the payment is the merchant's txnid.
+      mihpayid: String(randomInt(10_000_000_000, 99_999_999_999)),
       mode: 'UPI',
       status,
       unmappedstatus: failed ? 'failed' : status === 'pending' ? 'pending' : 'captured',
-      txnid: randomId('txn', 12),
+      txnid: payment.paymentId,
       amount: rupees,
       discount: '0.00',
       net_amount_debit: failed || status === 'pending' ? '0' : rupees,
@@ -289,7 +290,7 @@ const BUILDERS = { stripe: stripeEvent, razorpay: razorpayEvent, payu: payuEvent
 const DEFAULT_PAYMENT_ID: Record<ProviderName, () => string> = {
   stripe: () => randomId('pi_', 24),
   razorpay: () => randomId('pay_'),
-  payu: () => String(randomInt(10_000_000_000, 99_999_999_999)),
+  payu: () => randomId('txn', 12),
 };
 
 /** Builds an event the way the provider would send it for `type`; unknown types list the known ones. */

@@ -9,10 +9,15 @@ export function rupeesToPaise(amount: string | undefined): number | null {
   return Number(match[1]) * 100 + Number((match[2] ?? '').padEnd(2, '0'));
 }
 
-function stateOf(status: string, unmappedStatus: string): PaymentState | null {
+/**
+ * From `status` alone, which the reverse hash covers. `unmappedstatus` (whose `auth` marks a success
+ * that is only authorised) is not hashed, so anyone holding a callback could change it: it is kept
+ * in the payload as information, never read here.
+ */
+function stateOf(status: string): PaymentState | null {
   switch (status) {
     case 'success':
-      return unmappedStatus === 'auth' ? 'authorized' : 'captured';
+      return 'captured';
     case 'failure':
     case 'failed':
       return 'failed';
@@ -26,16 +31,19 @@ function stateOf(status: string, unmappedStatus: string): PaymentState | null {
 /** The merchant's own fields of a PayU transaction (covered by the reverse hash). */
 const UDF_FIELDS = ['udf1', 'udf2', 'udf3', 'udf4', 'udf5'];
 
-/** PayU callbacks -> payment states. Each attempt has its own mihpayid, which identifies the payment. */
+/**
+ * PayU callbacks -> payment states. The payment is the merchant's transaction (`txnid`, hashed); each
+ * attempt's `mihpayid` is not hashed and stays in the payload as information (refunds, API calls).
+ */
 export const payuToCanonical: Normalizer = ({ payload }) => {
   if (!isRecord(payload)) return ignored('payu payload is not an object');
   const field = (name: string): string => (typeof payload[name] === 'string' ? payload[name].trim() : '');
-  const state = stateOf(field('status').toLowerCase(), field('unmappedstatus').toLowerCase());
+  const state = stateOf(field('status').toLowerCase());
   if (state === null) return ignored(`no business meaning: payu status "${field('status')}"`);
-  if (field('mihpayid') === '') return ignored('payu callback carries no mihpayid');
+  if (field('txnid') === '') return ignored('payu callback carries no txnid');
   return {
     kind: 'payment',
-    paymentId: field('mihpayid'),
+    paymentId: field('txnid'),
     state,
     amountMinor: rupeesToPaise(field('amount')),
     currency: 'INR',

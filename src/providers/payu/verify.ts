@@ -26,18 +26,31 @@ export function payuReverseHash(fields: PayuFields, salt: string, merchantKey: s
   return sha512Hex(parts.join('|'));
 }
 
-/** PayU posts form-encoded callbacks (some products JSON); both carry the same fields. */
-export function parsePayuFields(headers: RawDelivery['headers'], body: Buffer): PayuFields {
+/**
+ * More fields than any PayU callback carries (about 70): the body is parsed before it can be
+ * verified, so an unsigned one must not make the parser build more than this.
+ */
+export const MAX_PAYU_FIELDS = 256;
+
+/** How a PayU body is encoded, from its Content-Type: form-encoded callbacks, or JSON (some products). */
+export function payuMediaType(headers: RawDelivery['headers']): 'form' | 'json' {
   const mediaType = (headerValue(headers, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-  if (mediaType === 'application/x-www-form-urlencoded') return formFields(bodyText(body));
-  if (mediaType === 'application/json') return jsonFields(parseJsonObject(body));
+  if (mediaType === 'application/x-www-form-urlencoded') return 'form';
+  if (mediaType === 'application/json') return 'json';
   throw new UnsupportedMediaTypeError('PayU callbacks must be application/x-www-form-urlencoded or application/json');
+}
+
+/** PayU's fields, from a form or a flat JSON object; both carry the same fields. */
+export function parsePayuFields(headers: RawDelivery['headers'], body: Buffer): PayuFields {
+  return payuMediaType(headers) === 'form' ? formFields(bodyText(body)) : jsonFields(body);
 }
 
 function formFields(text: string): PayuFields {
   const fields = Object.create(null) as PayuFields;
+  let count = 0;
   // URLSearchParams decodes "+" as a space and %XX escapes, exactly what the hash is computed over.
   for (const [name, value] of new URLSearchParams(text)) {
+    if (++count > MAX_PAYU_FIELDS) throw new BadRequestError(`more than ${MAX_PAYU_FIELDS} fields`, 'malformed_body');
     // A repeated field would make the hashed value ambiguous.
     if (name in fields) throw new BadRequestError(`field "${name}" appears more than once`, 'malformed_body');
     fields[name] = value;
@@ -45,7 +58,10 @@ function formFields(text: string): PayuFields {
   return fields;
 }
 
-function jsonFields(object: Record<string, unknown>): PayuFields {
+function jsonFields(body: Buffer): PayuFields {
+  // Fields are strings: nothing nested is parsed (a deep body would cost the parser its depth).
+  const object = parseJsonObject(body, { maxDepth: 1 });
+  if (Object.keys(object).length > MAX_PAYU_FIELDS) throw new BadRequestError(`more than ${MAX_PAYU_FIELDS} fields`, 'malformed_body');
   const fields = Object.create(null) as PayuFields;
   for (const [name, value] of Object.entries(object)) {
     if (typeof value === 'string') fields[name] = value;
@@ -78,11 +94,14 @@ export function createPayuVerifier(settings: PayuSettings): Verifier {
         throw new BadRequestError(`field "${ambiguous}" contains "|", which makes the hash ambiguous`, 'malformed_body');
       }
 
-      const paymentId = identifier(fields.mihpayid, 'payment id (mihpayid)', 'missing_event_id');
+      // Keyed by hashed fields only: mihpayid is not hashed, so a callback replayed with it edited
+      // would otherwise pass as another payment. A txnid that succeeded cannot be used again, so
+      // txnid:status is one success per transaction; its failed attempts share one key.
+      const transaction = identifier(fields.txnid, 'transaction id (txnid)', 'missing_event_id');
       const status = identifier(fields.status, 'status', 'missing_event_id').toLowerCase();
       return {
         provider: 'payu',
-        eventId: identifier(`${paymentId}:${status}`, 'event id (mihpayid:status)'),
+        eventId: identifier(`${transaction}:${status}`, 'event id (txnid:status)'),
         eventType: identifier(`payment.${status}`, 'event type'),
         payload: JSON.stringify(fields),
         parsedPayload: fields,

@@ -63,15 +63,15 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(captured.status, 'captured');
     });
 
-    test('every constructed PayU form post (hashes made by the PayU SDK), idempotency key mihpayid:status', async () => {
+    test('every constructed PayU form post (hashes made by the PayU SDK), idempotency key txnid:status', async () => {
       for (const sample of samples('payu', '.form-urlencoded.txt')) {
         const fields = new URLSearchParams(sample.text);
-        const eventId = `${fields.get('mihpayid')!.trim()}:${fields.get('status')}`;
+        const eventId = `${fields.get('txnid')!.trim()}:${fields.get('status')}`;
         const delivery: Delivery = { provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: sample.text };
         const outcome = await deliverAndProcess(delivery, eventId);
         assert.match(outcome!, /payment/, sample.name);
       }
-      const payment = await harness.db.selectFrom('payments').selectAll().where('provider', '=', 'payu').where('payment_id', '=', '403993715531234567').executeTakeFirstOrThrow();
+      const payment = await harness.db.selectFrom('payments').selectAll().where('provider', '=', 'payu').where('payment_id', '=', 'ORD000123A1').executeTakeFirstOrThrow();
       assert.equal(payment.status, 'captured');
       assert.equal(payment.amount, 150000);
       assert.equal(payment.currency, 'INR');
@@ -90,7 +90,7 @@ for (const backend of STORE_BACKENDS) {
         udf2: 'course_json',
       });
       const json: Delivery = { provider: 'payu', headers: { 'content-type': 'application/json' }, body: JSON.stringify(Object.fromEntries(new URLSearchParams(form.body))) };
-      assert.match((await deliverAndProcess(json, '9000001:success'))!, /^applied: payment 9000001 captured/);
+      assert.match((await deliverAndProcess(json, 'T9000001:success'))!, /^applied: payment T9000001 captured/);
       const enrollment = await harness.courseDb.selectFrom('enrollments').selectAll().where('user_id', '=', 'user_json').executeTakeFirstOrThrow();
       assert.equal(enrollment.status, 'active');
     });

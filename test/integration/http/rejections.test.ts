@@ -92,7 +92,7 @@ const CASES: Array<{ name: string; status: number; error: string; request: () =>
     error: 'malformed_body',
     request: () => ({ provider: 'payu', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from([0x6b, 0x65, 0x79, 0x3d, 0xff, 0xfe]) }),
   },
-  { name: 'PayU: signed but no mihpayid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, mihpayid: '  ' }) },
+  { name: 'PayU: signed but no txnid', status: 400, error: 'missing_event_id', request: () => payuDelivery({ ...payuFields, txnid: '  ' }) },
   {
     name: 'oversized body (2 MiB)',
     status: 413,

@@ -162,7 +162,7 @@ for (const backend of STORE_BACKENDS) {
       const tampered = payuDelivery({ ...payu, mihpayid: '8800002' });
       assert.equal((await post({ ...tampered, body: tampered.body.replace('10.00', '1.00') })).status, 401);
       assert.equal((await post(razorpayDelivery({ event: 'payment.captured', note: PAYLOAD_CANARY }, 'rzp_obs_forged', { secret: 'not-the-secret' }))).status, 401);
-      await settled('payu', '8800001:success', 'processed');
+      await settled('payu', 'T8800001:success', 'processed');
 
       assert.ok(logLines.length > 10, `captured ${logLines.length} lines`);
       const forbidden = [...Object.values(TEST_SECRETS), ...signatures, PAYLOAD_CANARY];

@@ -180,8 +180,8 @@ for (const backend of STORE_BACKENDS) {
         ['rzp_evt_archived_1'],
       );
       assert.deepEqual(
-        (await searchArchive(dir, { payment: '90000000001' }, providers)).map((m) => m.event.event_id),
-        ['90000000001:success'],
+        (await searchArchive(dir, { payment: 'txn_arch' }, providers)).map((m) => m.event.event_id),
+        ['txn_arch:success'],
       );
       const day = (await loadManifest(dir, { create: false })).parts.find((p) => p.events === 25)!.day;
       assert.equal((await searchArchive(dir, { day }, providers)).length, 30);

@@ -90,17 +90,38 @@ for (const backend of STORE_BACKENDS) {
       assert.equal((await outbox.find(ids.sent!))?.status, 'sent');
     });
 
-    test('retry <id> and retry --status make failed and skipped rows due again; list --status shows one line per row', async () => {
+    test('retry <id> and retry --status make failed and skipped rows due again; list --status shows a table, one line per row', async () => {
       assert.equal(await run('retry', String(ids.failed)), `outbox row ${ids.failed} is pending again`);
       const entry = await outbox.find(ids.failed!);
       assert.deepEqual([entry?.status, entry?.attempts], ['pending', 0]);
       assert.ok(entry!.nextAttemptAt! <= new Date());
       assert.equal(await run('retry', '--status', 'skipped'), '1 skipped rows are pending again');
+      assert.equal(await run('retry', '--status', 'failed', '--json'), '{"retried":0}');
 
       const lines = (await run('list', '--status', 'pending')).split('\n');
-      assert.equal(lines.length, 2);
-      assert.match(lines[0]!, new RegExp(`^#${ids.skipped}  pending  fulfilment  fulfilment:stripe:pi_skipped  attempts=0  next \\S+  skipped: FULFILLMENT_URL is not set$`));
-      assert.match(lines[1]!, /error: HTTP 422: \{"error":"unknown course"\}$/);
+      assert.equal(lines.length, 3);
+      assert.match(lines[0]!, /^ID +STATUS +KIND +KEY +ATTEMPTS +WRITTEN \(UTC\) +SENT \/ NEXT ATTEMPT +LAST ERROR \/ OUTCOME$/);
+      const time = '\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d\\.\\d{3}';
+      assert.match(lines[1]!, new RegExp(`^${ids.skipped} +pending +fulfilment +fulfilment:stripe:pi_skipped +0 +${time} +${time} +skipped: FULFILLMENT_URL is not set$`));
+      assert.match(lines[2]!, /HTTP 422: \{"error":"unknown course"\}$/);
+    });
+
+    test('list filters like the other listings: --payment (with or without --provider), --provider, --kind, --since/--until, --limit', async () => {
+      const keysOf = async (...args: string[]) => (JSON.parse(await run('list', '--json', ...args)) as Array<{ idempotencyKey: string }>).map((e) => e.idempotencyKey);
+      await store.db
+        .insertInto('outbox')
+        .values({ idempotency_key: 'receipt:razorpay:pay_other', kind: 'receipt_email', payload: '{}', status: 'sent', attempts: 1, created_at: toDbTime(systemClock.now()) })
+        .execute();
+      assert.deepEqual(await keysOf('--payment', 'pi_failed'), ['fulfilment:stripe:pi_failed']);
+      assert.deepEqual(await keysOf('--payment', 'pi_failed', '--provider', 'stripe'), ['fulfilment:stripe:pi_failed']);
+      assert.deepEqual(await keysOf('--payment', 'pi_failed', '--provider', 'razorpay'), []);
+      assert.deepEqual(await keysOf('--provider', 'razorpay'), ['receipt:razorpay:pay_other']);
+      assert.deepEqual(await keysOf('--kind', 'receipt_email'), ['receipt:razorpay:pay_other']);
+      assert.deepEqual(await keysOf('--until', '1h'), []);
+      assert.equal((await keysOf('--since', '1h')).length, 4);
+      assert.deepEqual(await keysOf('--limit', '1'), ['receipt:razorpay:pay_other'], 'newest first');
+      assert.match(await run('list', '--limit', '1'), /\n\.\.\. more rows match; raise --limit or narrow the filter$/);
+      assert.equal(await run('list', '--payment', 'pi_nothing'), 'no outbox rows match');
     });
   });
 }

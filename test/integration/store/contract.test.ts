@@ -33,265 +33,262 @@ function paymentEvent(paymentId: string, state: PaymentState, details: Partial<P
   return { kind: 'payment', paymentId, state, amountMinor: null, currency: null, userId: null, courseId: null, email: null, metadata: {}, ...details };
 }
 
-await describeEachStore(
-  'store contract',
-  (suite) => {
-    let store: InboxStore;
-    const { clock } = suite;
-    before(() => {
-      ({ store } = suite);
-      assert.deepEqual(suite.migrated, [
-        '0001_webhook_events',
-        '0002_course_platform',
-        '0003_payment_leases',
-        '0004_operations',
-        '0005_outbox_dispatch',
-        '0013_payment_metadata',
-        '0015_outbox_ordering',
-        'course-platform/0014_orders_and_enrollments',
-      ]);
-    });
+await describeEachStore('store contract', { domains: [coursePlatform] }, (suite) => {
+  let store: InboxStore;
+  const { clock } = suite;
+  before(() => {
+    ({ store } = suite);
+    assert.deepEqual(suite.migrated, [
+      '0001_webhook_events',
+      '0002_course_platform',
+      '0003_payment_leases',
+      '0004_operations',
+      '0005_outbox_dispatch',
+      '0006_payu_transaction_keys',
+      '0013_payment_metadata',
+      '0015_outbox_ordering',
+      'course-platform/0014_orders_and_enrollments',
+    ]);
+  });
 
-    test('migrations are versioned: a second run applies nothing', async () => {
-      assert.deepEqual(await store.migrate(), []);
-      assert.equal(store.backend, suite.backend);
-    });
+  test('migrations are versioned: a second run applies nothing', async () => {
+    assert.deepEqual(await store.migrate(), []);
+    assert.equal(store.backend, suite.backend);
+  });
 
-    test('record: first insert is recorded, the same key again is a duplicate of the same row', async () => {
-      const first = await store.record(verified('evt_record'));
-      assert.equal(first.outcome, 'recorded');
-      assert.equal(first.status, 'received');
-      const again = await store.record(verified('evt_record', { payload: '{"different":"body"}' }));
-      assert.deepEqual(again, { outcome: 'duplicate', id: first.id, status: 'received' });
-      const state = await store.findEvent('stripe', 'evt_record');
-      assert.equal(state?.id, first.id);
-      const stored = await store.db.selectFrom('webhook_events').select('payload').where('id', '=', first.id).executeTakeFirstOrThrow();
-      assert.equal(stored.payload, verified('evt_record').payload, 'the first body is kept byte for byte');
-    });
+  test('record: first insert is recorded, the same key again is a duplicate of the same row', async () => {
+    const first = await store.record(verified('evt_record'));
+    assert.equal(first.outcome, 'recorded');
+    assert.equal(first.status, 'received');
+    const again = await store.record(verified('evt_record', { payload: '{"different":"body"}' }));
+    assert.deepEqual(again, { outcome: 'duplicate', id: first.id, status: 'received' });
+    const state = await store.findEvent('stripe', 'evt_record');
+    assert.equal(state?.id, first.id);
+    const stored = await store.db.selectFrom('webhook_events').select('payload').where('id', '=', first.id).executeTakeFirstOrThrow();
+    assert.equal(stored.payload, verified('evt_record').payload, 'the first body is kept byte for byte');
+  });
 
-    test('record: an event whose key was archived (row deleted) is a duplicate of the archived row', async () => {
-      const first = await store.record(verified('evt_archived'));
-      await store.db
-        .insertInto('archived_event_keys')
-        .values({
-          provider: 'stripe',
-          event_id: 'evt_archived',
-          event_row_id: first.id,
-          event_created_at: toDbTime(clock.now()),
-          archive_file: 'f.jsonl.gz',
-          archived_at: toDbTime(clock.now()),
-        })
-        .execute();
-      await store.db.deleteFrom('webhook_events').where('id', '=', first.id).execute();
-      assert.deepEqual(await store.record(verified('evt_archived')), { outcome: 'duplicate', id: first.id, status: 'processed' });
-      assert.equal(await store.findEvent('stripe', 'evt_archived'), null, 'not recorded again');
-    });
+  test('record: an event whose key was archived (row deleted) is a duplicate of the archived row', async () => {
+    const first = await store.record(verified('evt_archived'));
+    await store.db
+      .insertInto('archived_event_keys')
+      .values({
+        provider: 'stripe',
+        event_id: 'evt_archived',
+        event_row_id: first.id,
+        event_created_at: toDbTime(clock.now()),
+        archive_file: 'f.jsonl.gz',
+        archived_at: toDbTime(clock.now()),
+      })
+      .execute();
+    await store.db.deleteFrom('webhook_events').where('id', '=', first.id).execute();
+    assert.deepEqual(await store.record(verified('evt_archived')), { outcome: 'duplicate', id: first.id, status: 'processed' });
+    assert.equal(await store.findEvent('stripe', 'evt_archived'), null, 'not recorded again');
+  });
 
-    test('record: ids are case-sensitive and scoped by provider', async () => {
-      const upper = await store.record(verified('evt_Case'));
-      const lower = await store.record(verified('evt_case'));
-      const otherProvider = await store.record(verified('evt_Case', { provider: 'razorpay' }));
-      assert.deepEqual([upper.outcome, lower.outcome, otherProvider.outcome], ['recorded', 'recorded', 'recorded']);
-      assert.equal(new Set([upper.id, lower.id, otherProvider.id]).size, 3);
-    });
+  test('record: ids are case-sensitive and scoped by provider', async () => {
+    const upper = await store.record(verified('evt_Case'));
+    const lower = await store.record(verified('evt_case'));
+    const otherProvider = await store.record(verified('evt_Case', { provider: 'razorpay' }));
+    assert.deepEqual([upper.outcome, lower.outcome, otherProvider.outcome], ['recorded', 'recorded', 'recorded']);
+    assert.equal(new Set([upper.id, lower.id, otherProvider.id]).size, 3);
+  });
 
-    test('record: concurrent identical inserts produce one row and one "recorded"', async () => {
-      const results = await Promise.all(Array.from({ length: 20 }, () => store.record(verified('evt_race'))));
-      assert.equal(results.filter((r) => r.outcome === 'recorded').length, 1);
-      assert.equal(new Set(results.map((r) => r.id)).size, 1);
-    });
+  test('record: concurrent identical inserts produce one row and one "recorded"', async () => {
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.record(verified('evt_race'))));
+    assert.equal(results.filter((r) => r.outcome === 'recorded').length, 1);
+    assert.equal(new Set(results.map((r) => r.id)).size, 1);
+  });
 
-    test('claim: one winner among concurrent claimers; attempts counted; a live lease is not claimable', async () => {
-      const { id } = await store.record(verified('evt_claim'));
-      const claims = await Promise.all(['a', 'b', 'c', 'd'].map((owner) => store.claim(id, owner, LEASE_MS)));
-      const winners = claims.filter((c) => c !== null);
-      assert.equal(winners.length, 1);
-      assert.equal(winners[0]!.lease.attempts, 1);
-      assert.equal(winners[0]!.event.eventId, 'evt_claim');
-      assert.deepEqual(winners[0]!.event.headers, { 'stripe-signature': 't=1,v1=abc' });
-      assert.equal(await store.claim(id, 'late', LEASE_MS), null);
-      const state = await store.eventState(id);
-      assert.equal(state?.status, 'processing');
-      assert.equal(state?.leaseOwner, winners[0]!.lease.owner);
-    });
+  test('claim: one winner among concurrent claimers; attempts counted; a live lease is not claimable', async () => {
+    const { id } = await store.record(verified('evt_claim'));
+    const claims = await Promise.all(['a', 'b', 'c', 'd'].map((owner) => store.claim(id, owner, LEASE_MS)));
+    const winners = claims.filter((c) => c !== null);
+    assert.equal(winners.length, 1);
+    assert.equal(winners[0]!.lease.attempts, 1);
+    assert.equal(winners[0]!.event.eventId, 'evt_claim');
+    assert.deepEqual(winners[0]!.event.headers, { 'stripe-signature': 't=1,v1=abc' });
+    assert.equal(await store.claim(id, 'late', LEASE_MS), null);
+    const state = await store.eventState(id);
+    assert.equal(state?.status, 'processing');
+    assert.equal(state?.leaseOwner, winners[0]!.lease.owner);
+  });
 
-    test('takeover after lease expiry; the stale holder can neither complete nor fail', async () => {
-      const { id } = await store.record(verified('evt_takeover'));
-      const first = await store.claim(id, 'worker-a', LEASE_MS);
-      assert.ok(first);
-      assert.ok(!(await store.dueEventIds(100)).includes(id), 'not due while the lease is live');
-      clock.advance(LEASE_MS + 1);
-      assert.ok((await store.dueEventIds(100)).includes(id), 'due once the lease has expired');
-      const second = await store.claim(id, 'worker-b', LEASE_MS);
-      assert.ok(second);
-      assert.equal(second.lease.attempts, 2);
+  test('takeover after lease expiry; the stale holder can neither complete nor fail', async () => {
+    const { id } = await store.record(verified('evt_takeover'));
+    const first = await store.claim(id, 'worker-a', LEASE_MS);
+    assert.ok(first);
+    assert.ok(!(await store.dueEventIds(100)).includes(id), 'not due while the lease is live');
+    clock.advance(LEASE_MS + 1);
+    assert.ok((await store.dueEventIds(100)).includes(id), 'due once the lease has expired');
+    const second = await store.claim(id, 'worker-b', LEASE_MS);
+    assert.ok(second);
+    assert.equal(second.lease.attempts, 2);
 
-      await assert.rejects(
-        store.completeFenced(first.lease, async (tx) => {
-          await tx
-            .withTables<CoursePlatformTables>()
-            .insertInto('orders')
-            .values({
-              provider: 'stripe',
-              payment_id: 'pi_stale',
-              user_id: null,
-              course_id: null,
-              amount: null,
-              currency: null,
-              status: 'paid',
-              created_at: toDbTime(clock.now()),
-              updated_at: toDbTime(clock.now()),
-            })
-            .execute();
-          return 'stale';
-        }),
-        LeaseLostError,
-      );
-      assert.equal(
-        (await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('id').where('payment_id', '=', 'pi_stale').execute()).length,
-        0,
-        'the stale work rolled back',
-      );
-      assert.equal(await store.fail(first.lease, 'late', null), false);
-
-      assert.equal(await store.completeFenced(second.lease, async () => 'done by b'), 'done by b');
-      const state = await store.eventState(id);
-      assert.equal(state?.status, 'processed');
-      assert.equal(state?.outcome, 'done by b');
-      assert.ok(state?.processedAt);
-      assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null, 'a processed event is never claimed again');
-    });
-
-    test('a lease that expired without takeover cannot commit', async () => {
-      const { id } = await store.record(verified('evt_expired'));
-      const claimed = await store.claim(id, 'worker-a', 1000);
-      assert.ok(claimed);
-      await assert.rejects(
-        store.completeFenced(claimed.lease, async () => {
-          clock.advance(1001);
-          return 'too late';
-        }),
-        LeaseLostError,
-      );
-      assert.equal((await store.eventState(id))?.status, 'processing');
-    });
-
-    test('retry scheduling: a failure is due at its retry time, not before; null means never', async () => {
-      const { id } = await store.record(verified('evt_retry'));
-      const claimed = await store.claim(id, 'worker-a', LEASE_MS);
-      assert.ok(claimed);
-      const retryAt = new Date(clock.now().getTime() + 60_000);
-      assert.equal(await store.fail(claimed.lease, 'boom', retryAt), true);
-      let state = await store.eventState(id);
-      assert.equal(state?.status, 'failed');
-      assert.equal(state?.lastError, 'boom');
-      assert.equal(state?.nextAttemptAt?.getTime(), retryAt.getTime());
-      assert.equal(await store.claim(id, 'worker-b', LEASE_MS), null, 'not before the retry time');
-      clock.advance(60_000);
-      const retried = await store.claim(id, 'worker-b', LEASE_MS);
-      assert.ok(retried);
-      assert.equal(retried.lease.attempts, 2);
-      assert.equal(await store.fail(retried.lease, 'gave up', null), true);
-      state = await store.eventState(id);
-      assert.equal(state?.nextAttemptAt, null);
-      clock.advance(365 * 86_400_000);
-      assert.ok(!(await store.dueEventIds(1000)).includes(id));
-      assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null);
-    });
-
-    test('due events come oldest first, bounded by the limit', async () => {
-      const ids = [];
-      for (const name of ['due_1', 'due_2', 'due_3']) {
-        clock.advance(10);
-        ids.push((await store.record(verified(`evt_${name}`))).id);
-      }
-      const due = await store.dueEventIds(1000);
-      const positions = ids.map((id) => due.indexOf(id));
-      assert.ok(positions.every((p) => p >= 0));
-      assert.deepEqual(
-        [...positions].sort((a, b) => a - b),
-        positions,
-        'in the order they became due',
-      );
-      assert.equal((await store.dueEventIds(2)).length, 2);
-    });
-
-    test('business uniqueness: repeated effects leave one order, one enrollment, one receipt', async () => {
-      const { id } = await store.record(verified('evt_business'));
-      for (let round = 0; round < 3; round++) {
-        await store.db.transaction().execute(async (tx) => {
-          const batch = new TransactionBatch([]);
-          const change = await advancePayment(
-            tx,
-            'stripe',
-            paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR', email: 'b@example.com' }),
-            toDbTime(clock.now()),
-            batch,
-          );
-          for (const handler of coursePlatform.handlers!.captured!) {
-            await handler({
-              tx,
-              payment: change.payment,
-              previousStatus: change.previous,
-              event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() },
-              now: toDbTime(clock.now()),
-              signal: new AbortController().signal,
-              batch,
-            });
-          }
-          await batch.writeDeferred(tx);
-        });
-      }
-      assert.deepEqual(await paymentEffects(store.db, 'pi_business'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
-      await assert.rejects(
-        store.db
+    await assert.rejects(
+      store.completeFenced(first.lease, async (tx) => {
+        await tx
           .withTables<CoursePlatformTables>()
-          .insertInto('enrollments')
+          .insertInto('orders')
           .values({
-            user_id: 'u_b',
-            course_id: 'c_b',
-            status: 'active',
-            provider: 'razorpay',
-            payment_id: 'pay_other',
+            provider: 'stripe',
+            payment_id: 'pi_stale',
+            user_id: null,
+            course_id: null,
+            amount: null,
+            currency: null,
+            status: 'paid',
             created_at: toDbTime(clock.now()),
             updated_at: toDbTime(clock.now()),
           })
-          .execute(),
-        'the unique key itself refuses a second enrollment of one user in one course',
-      );
-    });
+          .execute();
+        return 'stale';
+      }),
+      LeaseLostError,
+    );
+    assert.equal(
+      (await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('id').where('payment_id', '=', 'pi_stale').execute()).length,
+      0,
+      'the stale work rolled back',
+    );
+    assert.equal(await store.fail(first.lease, 'late', null), false);
 
-    // Alone (no lease on the payment: read and written at once) and in a batch holding the payment's
-    // lease (read with the batch, written at its commit).
-    for (const leased of [false, true]) {
-      test(`payments move forward only, whatever the order; late events still fill in details (${leased ? 'written at the batch commit' : 'written at once'})`, async () => {
-        const paymentId = `pi_forward_${leased}`;
-        const steps: Array<[PaymentState, Partial<PaymentEvent>, boolean]> = [
-          ['captured', { metadata: { plan: 'pro' } }, true],
-          // A late event adds the keys the payment lacks; a key it has keeps its first value.
-          ['authorized', { userId: 'u_late', courseId: 'c_late', metadata: { plan: 'changed', seats: '3' } }, false],
-          ['created', {}, false],
-          ['refunded', {}, true],
-          ['captured', {}, false],
-        ];
-        for (const [state, details, expectApplied] of steps) {
-          const change = await store.db.transaction().execute(async (tx) => {
-            const batch = new TransactionBatch(leased ? [{ provider: 'stripe', paymentId }] : []);
-            const change = await advancePayment(tx, 'stripe', paymentEvent(paymentId, state, details), toDbTime(clock.now()), batch);
-            await batch.writeDeferred(tx);
-            return change;
+    assert.equal(await store.completeFenced(second.lease, async () => 'done by b'), 'done by b');
+    const state = await store.eventState(id);
+    assert.equal(state?.status, 'processed');
+    assert.equal(state?.outcome, 'done by b');
+    assert.ok(state?.processedAt);
+    assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null, 'a processed event is never claimed again');
+  });
+
+  test('a lease that expired without takeover cannot commit', async () => {
+    const { id } = await store.record(verified('evt_expired'));
+    const claimed = await store.claim(id, 'worker-a', 1000);
+    assert.ok(claimed);
+    await assert.rejects(
+      store.completeFenced(claimed.lease, async () => {
+        clock.advance(1001);
+        return 'too late';
+      }),
+      LeaseLostError,
+    );
+    assert.equal((await store.eventState(id))?.status, 'processing');
+  });
+
+  test('retry scheduling: a failure is due at its retry time, not before; null means never', async () => {
+    const { id } = await store.record(verified('evt_retry'));
+    const claimed = await store.claim(id, 'worker-a', LEASE_MS);
+    assert.ok(claimed);
+    const retryAt = new Date(clock.now().getTime() + 60_000);
+    assert.equal(await store.fail(claimed.lease, 'boom', retryAt), true);
+    let state = await store.eventState(id);
+    assert.equal(state?.status, 'failed');
+    assert.equal(state?.lastError, 'boom');
+    assert.equal(state?.nextAttemptAt?.getTime(), retryAt.getTime());
+    assert.equal(await store.claim(id, 'worker-b', LEASE_MS), null, 'not before the retry time');
+    clock.advance(60_000);
+    const retried = await store.claim(id, 'worker-b', LEASE_MS);
+    assert.ok(retried);
+    assert.equal(retried.lease.attempts, 2);
+    assert.equal(await store.fail(retried.lease, 'gave up', null), true);
+    state = await store.eventState(id);
+    assert.equal(state?.nextAttemptAt, null);
+    clock.advance(365 * 86_400_000);
+    assert.ok(!(await store.dueEventIds(1000)).includes(id));
+    assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null);
+  });
+
+  test('due events come oldest first, bounded by the limit', async () => {
+    const ids = [];
+    for (const name of ['due_1', 'due_2', 'due_3']) {
+      clock.advance(10);
+      ids.push((await store.record(verified(`evt_${name}`))).id);
+    }
+    const due = await store.dueEventIds(1000);
+    const positions = ids.map((id) => due.indexOf(id));
+    assert.ok(positions.every((p) => p >= 0));
+    assert.deepEqual(
+      [...positions].sort((a, b) => a - b),
+      positions,
+      'in the order they became due',
+    );
+    assert.equal((await store.dueEventIds(2)).length, 2);
+  });
+
+  test('business uniqueness: repeated effects leave one order, one enrollment, one receipt', async () => {
+    const { id } = await store.record(verified('evt_business'));
+    for (let round = 0; round < 3; round++) {
+      await store.db.transaction().execute(async (tx) => {
+        const batch = new TransactionBatch([]);
+        const change = await advancePayment(
+          tx,
+          'stripe',
+          paymentEvent('pi_business', 'captured', { userId: 'u_b', courseId: 'c_b', amountMinor: 4900, currency: 'INR', email: 'b@example.com' }),
+          toDbTime(clock.now()),
+          batch,
+        );
+        for (const handler of coursePlatform.handlers!.captured!) {
+          await handler({
+            tx,
+            payment: change.payment,
+            previousStatus: change.previous,
+            event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() },
+            now: toDbTime(clock.now()),
+            signal: new AbortController().signal,
+            batch,
           });
-          assert.equal(change.applied, expectApplied, `${state} applied?`);
-          const { id: _, metadata, ...stored } = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
-          assert.deepEqual({ ...stored, metadata: JSON.parse(metadata ?? '{}') as unknown }, change.payment, `after ${state}: the stored payment is the one the change reports`);
         }
-        const payment = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
-        assert.equal(payment.status, 'refunded');
-        assert.equal(payment.user_id, 'u_late');
-        assert.equal(payment.course_id, 'c_late');
-        assert.deepEqual(JSON.parse(payment.metadata ?? 'null'), { plan: 'pro', seats: '3' });
+        await batch.writeDeferred(tx);
       });
     }
-  },
-  { domains: [coursePlatform] },
-);
+    assert.deepEqual(await paymentEffects(store.db, 'pi_business'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+    await assert.rejects(
+      store.db
+        .withTables<CoursePlatformTables>()
+        .insertInto('enrollments')
+        .values({
+          user_id: 'u_b',
+          course_id: 'c_b',
+          status: 'active',
+          provider: 'razorpay',
+          payment_id: 'pay_other',
+          created_at: toDbTime(clock.now()),
+          updated_at: toDbTime(clock.now()),
+        })
+        .execute(),
+      'the unique key itself refuses a second enrollment of one user in one course',
+    );
+  });
+
+  // Alone (no lease on the payment: read and written at once) and in a batch holding the payment's
+  // lease (read with the batch, written at its commit).
+  for (const leased of [false, true]) {
+    test(`payments move forward only, whatever the order; late events still fill in details (${leased ? 'written at the batch commit' : 'written at once'})`, async () => {
+      const paymentId = `pi_forward_${leased}`;
+      const steps: Array<[PaymentState, Partial<PaymentEvent>, boolean]> = [
+        ['captured', { metadata: { plan: 'pro' } }, true],
+        // A late event adds the keys the payment lacks; a key it has keeps its first value.
+        ['authorized', { userId: 'u_late', courseId: 'c_late', metadata: { plan: 'changed', seats: '3' } }, false],
+        ['created', {}, false],
+        ['refunded', {}, true],
+        ['captured', {}, false],
+      ];
+      for (const [state, details, expectApplied] of steps) {
+        const change = await store.db.transaction().execute(async (tx) => {
+          const batch = new TransactionBatch(leased ? [{ provider: 'stripe', paymentId }] : []);
+          const change = await advancePayment(tx, 'stripe', paymentEvent(paymentId, state, details), toDbTime(clock.now()), batch);
+          await batch.writeDeferred(tx);
+          return change;
+        });
+        assert.equal(change.applied, expectApplied, `${state} applied?`);
+        const { id: _, metadata, ...stored } = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+        assert.deepEqual({ ...stored, metadata: JSON.parse(metadata ?? '{}') as unknown }, change.payment, `after ${state}: the stored payment is the one the change reports`);
+      }
+      const payment = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+      assert.equal(payment.status, 'refunded');
+      assert.equal(payment.user_id, 'u_late');
+      assert.equal(payment.course_id, 'c_late');
+      assert.deepEqual(JSON.parse(payment.metadata ?? 'null'), { plan: 'pro', seats: '3' });
+    });
+  }
+});

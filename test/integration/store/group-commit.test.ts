@@ -6,14 +6,14 @@ import type { PaymentEvent } from '../../../src/model/payment-event.js';
 import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import type { CoursePlatformTables } from '../../../src/course-platform/schema.js';
 import { advancePayment } from '../../../src/domain/payments.js';
-import { LeaseLostError, StoreUnavailableError } from '../../../src/errors.js';
+import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
-import { ConcurrentInsertError, newEventsInsert, recordBatch } from '../../../src/store/record.js';
+import { ConcurrentInsertError, newEventsInsert, recordBatch, type NewEventsInsert } from '../../../src/store/record.js';
 import { hasInsertReturning, mysqlBackend } from '../../../src/db/mysql/backend.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import type { CompletionBatch, InboxStore, Lease } from '../../../src/store/inbox-store.js';
+import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { TestClock } from '../../support/harness.js';
@@ -29,454 +29,516 @@ function verified(eventId: string): VerifiedEvent {
   return { provider: 'razorpay', eventId, eventType: 'payment.captured', payload: JSON.stringify({ id: eventId }), headers: {} };
 }
 
-await describeEachStore(
-  'group commit',
-  (suite) => {
-    let db: TestDatabase;
-    let store: InboxStore;
-    const { clock } = suite;
-    before(() => {
-      ({ database: db, store } = suite);
-    });
+await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) => {
+  let db: TestDatabase;
+  let store: InboxStore;
+  const { clock } = suite;
+  before(() => {
+    ({ database: db, store } = suite);
+  });
 
-    /** Records an event (about `paymentId`, if given) and claims it for one worker. */
-    async function leaseOf(eventId: string, paymentId: string | null = null): Promise<Lease> {
-      return (await store.claim((await store.record(verified(eventId), paymentId)).id, 'worker', LEASE_MS))!.lease;
+  /** Records an event (about `paymentId`, if given) and claims it for one worker. */
+  async function leaseOf(eventId: string, paymentId: string | null = null): Promise<Lease> {
+    return (await store.claim((await store.record(verified(eventId), paymentId)).id, 'worker', LEASE_MS))!.lease;
+  }
+
+  test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
+    const old = await store.record(verified('gc_old'));
+    const claimed = await store.claim(old.id, 'w', LEASE_MS);
+    await store.completeFenced(claimed!.lease, async () => 'done');
+
+    const names = ['gc_a', 'gc_b', 'gc_a', 'gc_old', 'gc_c', 'gc_b', 'gc_a'];
+    const results = await Promise.all(names.map((name) => store.record(verified(name))));
+    for (const name of ['gc_a', 'gc_b', 'gc_c']) {
+      const own = results.filter((_, i) => names[i] === name);
+      assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `${name} recorded once`);
+      assert.equal(new Set(own.map((r) => r.id)).size, 1, `${name}: one row`);
+      assert.equal((await store.findEvent('razorpay', name))?.id, own[0]!.id);
     }
+    assert.deepEqual(results[3], { outcome: 'duplicate', id: old.id, status: 'processed' }, 'a stored event answers with its own row and status');
+    assert.equal(results[0]!.outcome, 'recorded', 'the first delivery of an event in a batch records it');
+  });
 
-    test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
-      const old = await store.record(verified('gc_old'));
-      const claimed = await store.claim(old.id, 'w', LEASE_MS);
-      await store.completeFenced(claimed!.lease, async () => 'done');
+  test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
+    const now = toDbTime(clock.now());
+    await store.db
+      .insertInto('archived_event_keys')
+      .values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now })
+      .execute();
+    const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
+    assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
+    assert.deepEqual(results[2], results[0]);
+    assert.equal(results[1]!.outcome, 'recorded');
+    assert.equal(await store.findEvent('razorpay', 'gc_archived'), null, 'no new row for an archived event');
+  });
 
-      const names = ['gc_a', 'gc_b', 'gc_a', 'gc_old', 'gc_c', 'gc_b', 'gc_a'];
-      const results = await Promise.all(names.map((name) => store.record(verified(name))));
-      for (const name of ['gc_a', 'gc_b', 'gc_c']) {
-        const own = results.filter((_, i) => names[i] === name);
-        assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `${name} recorded once`);
-        assert.equal(new Set(own.map((r) => r.id)).size, 1, `${name}: one row`);
-        assert.equal((await store.findEvent('razorpay', name))?.id, own[0]!.id);
+  test('two stores racing on the same events (two processes): still one "recorded" per event', async () => {
+    const other = openStore(db.url, { poolSize: 4, clock });
+    try {
+      const names = Array.from({ length: 40 }, (_, i) => `gc_race_${i % 20}`);
+      const results = await Promise.all(names.map((name, i) => (i % 2 === 0 ? store : other).record(verified(name))));
+      for (let i = 0; i < 20; i++) {
+        const own = results.filter((_, j) => names[j] === `gc_race_${i}`);
+        assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `gc_race_${i} recorded once`);
+        assert.equal(new Set(own.map((r) => r.id)).size, 1);
       }
-      assert.deepEqual(results[3], { outcome: 'duplicate', id: old.id, status: 'processed' }, 'a stored event answers with its own row and status');
-      assert.equal(results[0]!.outcome, 'recorded', 'the first delivery of an event in a batch records it');
-    });
+    } finally {
+      await other.close();
+    }
+  });
 
-    test('an archived event delivered again within a batch is a duplicate of the row it had', async () => {
-      const now = toDbTime(clock.now());
-      await store.db
-        .insertInto('archived_event_keys')
-        .values({ provider: 'razorpay', event_id: 'gc_archived', event_row_id: 987_654, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now })
-        .execute();
-      const results = await Promise.all(['gc_archived', 'gc_fresh', 'gc_archived'].map((name) => store.record(verified(name))));
-      assert.deepEqual(results[0], { outcome: 'duplicate', id: 987_654, status: 'processed' });
-      assert.deepEqual(results[2], results[0]);
-      assert.equal(results[1]!.outcome, 'recorded');
-      assert.equal(await store.findEvent('razorpay', 'gc_archived'), null, 'no new row for an archived event');
-    });
-
-    test('two stores racing on the same events (two processes): still one "recorded" per event', async () => {
-      const other = openStore(db.url, { poolSize: 4, clock });
+  if (suite.backend === 'mysql') {
+    test('deliveries are recorded on DB_RECORD_CONNECTIONS connections, a batch on each at a time', async () => {
+      const own = await createTestDatabase('mysql');
+      assert.ok(!('skip' in own), 'MariaDB runs where this suite does');
+      const server = await createConnection({ uri: own.url });
       try {
-        const names = Array.from({ length: 40 }, (_, i) => `gc_race_${i % 20}`);
-        const results = await Promise.all(names.map((name, i) => (i % 2 === 0 ? store : other).record(verified(name))));
-        for (let i = 0; i < 20; i++) {
-          const own = results.filter((_, j) => names[j] === `gc_race_${i}`);
-          assert.equal(own.filter((r) => r.outcome === 'recorded').length, 1, `gc_race_${i} recorded once`);
-          assert.equal(new Set(own.map((r) => r.id)).size, 1);
+        const migrating = openStore(own.url, { poolSize: 1, clock });
+        await migrating.migrate();
+        await migrating.close();
+        for (const recordConnections of [1, 3]) {
+          const recording = openStore(own.url, { poolSize: 1, recordConnections, clock });
+          try {
+            const results = await Promise.all(Array.from({ length: 200 }, (_, i) => recording.record(verified(`gc_conn_${recordConnections}_${i}`))));
+            assert.ok(results.every((r) => r.outcome === 'recorded'));
+            // A closed store's connections may linger a moment in the process list; the store's own stay open.
+            const connected = async () =>
+              Number(
+                ((await server.query('select count(*) as n from information_schema.processlist where db = database() and id <> connection_id()'))[0] as Array<{ n: number }>)[0]!.n,
+              );
+            let count = await connected();
+            for (let wait = 0; count !== recordConnections && wait < 20; wait++) {
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              count = await connected();
+            }
+            assert.equal(count, recordConnections, `${recordConnections} connection(s) recorded the 200 deliveries`);
+          } finally {
+            await recording.close();
+          }
         }
       } finally {
-        await other.close();
+        await server.end();
+        await own.drop();
       }
     });
 
-    if (suite.backend === 'mysql') {
-      test('deliveries are recorded on DB_RECORD_CONNECTIONS connections, a batch on each at a time', async () => {
-        const own = await createTestDatabase('mysql');
-        assert.ok(!('skip' in own), 'MariaDB runs where this suite does');
-        const server = await createConnection({ uri: own.url });
-        try {
-          const migrating = openStore(own.url, { poolSize: 1, clock });
-          await migrating.migrate();
-          await migrating.close();
-          for (const recordConnections of [1, 3]) {
-            const recording = openStore(own.url, { poolSize: 1, recordConnections, clock });
-            try {
-              const results = await Promise.all(Array.from({ length: 200 }, (_, i) => recording.record(verified(`gc_conn_${recordConnections}_${i}`))));
-              assert.ok(results.every((r) => r.outcome === 'recorded'));
-              // A closed store's connections may linger a moment in the process list; the store's own stay open.
-              const connected = async () =>
-                Number(
-                  ((await server.query('select count(*) as n from information_schema.processlist where db = database() and id <> connection_id()'))[0] as Array<{ n: number }>)[0]!
-                    .n,
-                );
-              let count = await connected();
-              for (let wait = 0; count !== recordConnections && wait < 20; wait++) {
-                await new Promise((resolve) => setTimeout(resolve, 100));
-                count = await connected();
-              }
-              assert.equal(count, recordConnections, `${recordConnections} connection(s) recorded the 200 deliveries`);
-            } finally {
-              await recording.close();
-            }
-          }
-        } finally {
-          await server.end();
-          await own.drop();
-        }
-      });
-
-      test('an insert the database drops without an error (an id already taken, as innodb_autoinc_lock_mode=2 hands out) is tried again, alone or in a batch', async () => {
-        await store.record(verified('dropped_seed'));
-        // The first insert of each dropped_ event is given the seed's id: INSERT IGNORE turns the collision into a warning.
-        await sql`create table dropped_once (event_id varchar(255) primary key)`.execute(store.db);
-        await sql`create trigger drop_first_insert before insert on webhook_events for each row begin
+    test('an insert the database drops without an error (an id already taken, as innodb_autoinc_lock_mode=2 hands out) is tried again, alone or in a batch', async () => {
+      await store.record(verified('dropped_seed'));
+      // The first insert of each dropped_ event is given the seed's id: INSERT IGNORE turns the collision into a warning.
+      await sql`create table dropped_once (event_id varchar(255) primary key)`.execute(store.db);
+      await sql`create trigger drop_first_insert before insert on webhook_events for each row begin
         if new.event_id like 'dropped\_%' and new.event_id <> 'dropped_seed' and not exists (select 1 from dropped_once where event_id = new.event_id) then
           insert into dropped_once values (new.event_id);
           set new.id = (select min(id) from webhook_events);
         end if;
       end`.execute(store.db);
-        try {
-          const alone = await store.record(verified('dropped_alone'));
-          // One event of the batch is dropped; the others' rows stand and they are still answered as recorded.
-          const batchNames = ['dropped_batch', 'kept_a', 'kept_b'];
-          const batch = await Promise.all(batchNames.map((name) => store.record(verified(name))));
-          for (const [name, result] of [['dropped_alone', alone], ...batch.map((r, i) => [batchNames[i]!, r] as const)] as const) {
-            assert.equal(result.outcome, 'recorded', name);
-            assert.equal((await store.findEvent('razorpay', name))?.id, result.id, `${name}: the answer names its row`);
-          }
-          const dropped = await sql<{ event_id: string }>`select event_id from dropped_once order by event_id`.execute(store.db);
-          assert.deepEqual(
-            dropped.rows.map((r) => r.event_id),
-            ['dropped_alone', 'dropped_batch'],
-            'the first insert of each dropped_ event was dropped',
-          );
-        } finally {
-          await sql`drop trigger drop_first_insert`.execute(store.db);
-          await sql`drop table dropped_once`.execute(store.db);
+      try {
+        const alone = await store.record(verified('dropped_alone'));
+        // One event of the batch is dropped; the others' rows stand and they are still answered as recorded.
+        const batchNames = ['dropped_batch', 'kept_a', 'kept_b'];
+        const batch = await Promise.all(batchNames.map((name) => store.record(verified(name))));
+        for (const [name, result] of [['dropped_alone', alone], ...batch.map((r, i) => [batchNames[i]!, r] as const)] as const) {
+          assert.equal(result.outcome, 'recorded', name);
+          assert.equal((await store.findEvent('razorpay', name))?.id, result.id, `${name}: the answer names its row`);
         }
-      });
-    }
-
-    test('this MariaDB (10.11) and SQLite record batches with INSERT ... RETURNING', async () => {
-      const backend = suite.backend === 'mysql' ? mysqlBackend : sqliteBackend;
-      assert.equal(await backend.insertReturning(store.db), true);
-    });
-
-    for (const returning of [true, false]) {
-      const path = returning ? 'INSERT ... RETURNING' : 'a transaction (MySQL, no RETURNING)';
-      const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
-
-      test(`recordBatch through ${path}: new, repeated, stored and archived events, each answered exactly`, async () => {
-        const tag = returning ? 'ret' : 'tx';
-        const stored = await store.record(verified(`rb_${tag}_stored`));
-        const now = toDbTime(clock.now());
-        await store.db
-          .insertInto('archived_event_keys')
-          .values({
-            provider: 'razorpay',
-            event_id: `rb_${tag}_archived`,
-            event_row_id: 555_000 + Number(returning),
-            event_created_at: now,
-            archive_file: 'archive-1.jsonl.gz',
-            archived_at: now,
-          })
-          .execute();
-        // Statements run, by kind: a plugin also sees the subqueries a statement is built from, so only those that return a result count.
-        const statements: string[] = [];
-        const kinds = new Map<unknown, string>();
-        const counter: KyselyPlugin = {
-          transformQuery: ({ node, queryId }) => (kinds.set(queryId, node.kind), node),
-          transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId)!), result),
-        };
-        const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
-        const watched = store.db.withPlugin(counter);
-        const insert = returning ? newEventsInsert(watched) : null;
-        const results = await recordBatch(watched, requests(names), insert);
+        const dropped = await sql<{ event_id: string }>`select event_id from dropped_once order by event_id`.execute(store.db);
         assert.deepEqual(
-          results.map((r) => r?.outcome),
-          ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
+          dropped.rows.map((r) => r.event_id),
+          ['dropped_alone', 'dropped_batch'],
+          'the first insert of each dropped_ event was dropped',
         );
-        assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
-        assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
-        assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
-        assert.equal(await store.findEvent('razorpay', `rb_${tag}_archived`), null, 'no row for an archived event');
-        for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
-        assert.deepEqual(
-          statements,
-          returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'],
-          'one insert, and one read for the events it did not insert',
-        );
-
-        statements.length = 0;
-        await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
-        if (returning) assert.deepEqual(statements, ['InsertQueryNode'], 'a batch of new events is one statement');
-      });
-
-      test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
-        const names = Array.from({ length: 30 }, (_, i) => `rb_race_${returning}_${i}`);
-        const orders = [names, [...names].reverse()];
-        const insert = returning ? newEventsInsert(store.db) : null;
-        const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
-        const answers = outcomes.flatMap((outcome, batch) => {
-          if (outcome.status === 'fulfilled') return outcome.value.map((result, i) => ({ name: orders[batch]![i]!, ...result }));
-          // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
-          assert.ok(!returning && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
-          return [];
-        });
-        if (returning) assert.equal(answers.length, 2 * names.length, 'with RETURNING neither batch gives up');
-        for (const name of names) {
-          const row = await store.findEvent('razorpay', name);
-          const own = answers.filter((a) => a.name === name);
-          assert.equal(own.filter((a) => a.outcome === 'recorded').length, 1, `${name} recorded once`);
-          assert.ok(
-            own.every((a) => a.id === row?.id),
-            `${name}: every answer names its one row`,
-          );
-        }
-      });
-    }
-
-    test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
-      const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
-      const claims = await Promise.all([...ids, ...ids].map((id) => store.claim(id, 'worker', LEASE_MS)));
-      const won = claims.filter((c) => c !== null);
-      assert.deepEqual(won.map((c) => c.lease.id).sort(), [...ids].sort());
-      assert.deepEqual(won.map((c) => c.event.id).sort(), [...ids].sort());
+      } finally {
+        await sql`drop trigger drop_first_insert`.execute(store.db);
+        await sql`drop table dropped_once`.execute(store.db);
+      }
     });
+  }
 
-    test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
-      const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
-      const leases = [];
-      for (const name of names) leases.push(await leaseOf(name));
-      const stolen = { ...leases[2]!, token: 'not-the-token' };
-      const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
-        const now = toDbTime(clock.now());
-        await tx
-          .withTables<CoursePlatformTables>()
-          .insertInto('orders')
-          .values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now })
-          .execute();
-        if (paymentId === 'pay_fails') throw new Error('handler failed');
-        return `order ${paymentId}`;
+  test('this MariaDB (10.11) and SQLite record batches with INSERT ... RETURNING', async () => {
+    const backend = suite.backend === 'mysql' ? mysqlBackend : sqliteBackend;
+    assert.equal(await backend.insertReturning(store.db), true);
+  });
+
+  for (const returning of [true, false]) {
+    const path = returning ? 'INSERT ... RETURNING' : 'a transaction (MySQL, no RETURNING)';
+    const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
+
+    test(`recordBatch through ${path}: new, repeated, stored and archived events, each answered exactly`, async () => {
+      const tag = returning ? 'ret' : 'tx';
+      const stored = await store.record(verified(`rb_${tag}_stored`));
+      const now = toDbTime(clock.now());
+      await store.db
+        .insertInto('archived_event_keys')
+        .values({
+          provider: 'razorpay',
+          event_id: `rb_${tag}_archived`,
+          event_row_id: 555_000 + Number(returning),
+          event_created_at: now,
+          archive_file: 'archive-1.jsonl.gz',
+          archived_at: now,
+        })
+        .execute();
+      // Statements run, by kind: a plugin also sees the subqueries a statement is built from, so only those that return a result count.
+      const statements: string[] = [];
+      const kinds = new Map<unknown, string>();
+      const counter: KyselyPlugin = {
+        transformQuery: ({ node, queryId }) => (kinds.set(queryId, node.kind), node),
+        transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId)!), result),
       };
-      const results = await Promise.allSettled([
-        store.completeFenced(leases[0]!, writeOrder('pay_ok_1')),
-        store.completeFenced(leases[1]!, writeOrder('pay_fails')),
-        store.completeFenced(stolen, writeOrder('pay_lost')),
-        store.completeFenced(leases[3]!, writeOrder('pay_ok_2')),
-      ]);
-      assert.deepEqual(results[0], { status: 'fulfilled', value: 'order pay_ok_1' });
-      assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
-      assert.equal(results[1].status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
-      assert.ok(results[2].status === 'rejected' && results[2].reason instanceof LeaseLostError);
-      const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
-      assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
-      const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
+      const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
+      const watched = store.db.withPlugin(counter);
+      const insert = returning ? newEventsInsert(watched) : null;
+      const results = (await recordBatch(watched, requests(names), insert)) as Array<RecordResult | null>;
       assert.deepEqual(
-        states.map((s) => s?.status),
-        ['processed', 'processing', 'processing', 'processed'],
+        results.map((r) => r?.outcome),
+        ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
       );
+      assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
+      assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
+      assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
+      assert.equal(await store.findEvent('razorpay', `rb_${tag}_archived`), null, 'no row for an archived event');
+      for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
+      assert.deepEqual(
+        statements,
+        returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'],
+        'one insert, and one read for the events it did not insert',
+      );
+
+      statements.length = 0;
+      await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
+      if (returning) assert.deepEqual(statements, ['InsertQueryNode'], 'a batch of new events is one statement');
     });
 
-    /** The batch as a work sees it, with the statements of its deferred writes shown to `plugin` too. */
-    const watchedBatches = new WeakMap<CompletionBatch, CompletionBatch>();
-    function watchedBatch(batch: CompletionBatch, plugin: KyselyPlugin): CompletionBatch {
-      if (!watchedBatches.has(batch)) watchedBatches.set(batch, { payments: batch.payments, atCommit: (write) => batch.atCommit((tx) => write(tx.withPlugin(plugin))) });
-      return watchedBatches.get(batch)!;
-    }
-
-    function captured(paymentId: string, userId: string): PaymentEvent {
-      return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null, metadata: {} };
-    }
-
-    test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
-      const now = toDbTime(clock.now());
-      await store.db
-        .insertInto('payments')
-        .values({
-          provider: 'razorpay',
-          payment_id: 'pay_read_1',
-          status: 'authorized',
-          user_id: null,
-          course_id: null,
-          email: null,
-          amount: null,
-          currency: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      await store.db
-        .insertInto('payments')
-        .values({
-          provider: 'razorpay',
-          payment_id: 'pay_read_2',
-          status: 'created',
-          user_id: 'u_kept',
-          course_id: null,
-          email: null,
-          amount: null,
-          currency: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .execute();
-      const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3', 'pay_read_4'];
-      const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
-      const statements: string[] = [];
-      const counter = watchingQueries((node) => {
-        if (!JSON.stringify(node).includes('"payments"')) return;
-        statements.push({ SelectQueryNode: 'select', InsertQueryNode: 'insert', UpdateQueryNode: 'update' }[node.kind as string] ?? node.kind);
+    test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
+      const names = Array.from({ length: 30 }, (_, i) => `rb_race_${returning}_${i}`);
+      const orders = [names, [...names].reverse()];
+      const insert = returning ? newEventsInsert(store.db) : null;
+      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
+      const answers = outcomes.flatMap((outcome, batch) => {
+        if (outcome.status === 'fulfilled') return (outcome.value as RecordResult[]).map((result, i) => ({ name: orders[batch]![i]!, ...result }));
+        // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
+        assert.ok(!returning && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
+        return [];
       });
-      const changes = await Promise.all(
-        leases.map((lease, i) =>
-          store.completeFenced(lease, async (tx, batch) => {
-            const change = await advancePayment(tx.withPlugin(counter), 'razorpay', captured(payments[i]!, `u_${i}`), now, watchedBatch(batch, counter));
-            return `${change.applied} ${change.payment.status} ${change.payment.user_id}`;
-          }),
-        ),
-      );
-      assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
-      assert.deepEqual(changes, ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
-      const stored = await store.db
-        .selectFrom('payments')
-        .select(['payment_id', 'status', 'user_id', 'course_id'])
-        .where('payment_id', 'in', payments)
-        .orderBy('payment_id')
-        .execute();
-      assert.deepEqual(
-        stored,
-        payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' })),
-        'stored as reported: details filled in only where they were missing',
-      );
+      if (returning) assert.equal(answers.length, 2 * names.length, 'with RETURNING neither batch gives up');
+      for (const name of names) {
+        const row = await store.findEvent('razorpay', name);
+        const own = answers.filter((a) => a.name === name);
+        assert.equal(own.filter((a) => a.outcome === 'recorded').length, 1, `${name} recorded once`);
+        assert.ok(
+          own.every((a) => a.id === row?.id),
+          `${name}: every answer names its one row`,
+        );
+      }
     });
+  }
 
-    test('a payment row written by another writer during the batch: the batch is abandoned and its events complete alone', async () => {
-      const now = toDbTime(clock.now());
-      const payments = ['pay_raced_1', 'pay_raced_2'];
-      const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
-      let raced = false;
-      const outcomes = await Promise.all(
-        leases.map((lease, i) =>
-          store.completeFenced(lease, async (tx, batch) => {
-            const change = await advancePayment(tx, 'razorpay', captured(payments[i]!, `u_${i}`), now, batch);
-            if (i === 0 && !raced) {
-              raced = true;
-              // Another writer's row for the second payment, after the batch read it (in the batch's own
-              // transaction so that SQLite, a single writer, can run it; it goes with the abandoned batch).
-              await tx
-                .insertInto('payments')
-                .values({
-                  provider: 'razorpay',
-                  payment_id: 'pay_raced_2',
-                  status: 'refunded',
-                  user_id: null,
-                  course_id: null,
-                  email: null,
-                  amount: null,
-                  currency: null,
-                  created_at: now,
-                  updated_at: now,
-                })
-                .execute();
-            }
-            return `${change.payment.status} ${batch.payments.length}`;
-          }),
-        ),
-      );
-      assert.ok(raced);
-      assert.deepEqual(outcomes, ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
-      const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
-      assert.deepEqual(stored, [
-        { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
-        { payment_id: 'pay_raced_2', status: 'captured', user_id: 'u_1' },
-      ]);
+  if (suite.backend === 'mysql') {
+    test('this MariaDB with mysql2 cuts a string bound bare in a prepared UNION to its length modulo 65,536; cast as the record batch binds it, it comes through whole', async () => {
+      const prepared = mysqlBackend.connect(db.url, { poolSize: 1, preparedStatements: true });
+      try {
+        for (const bytes of [65_535, 65_536, 65_537, 70_000, 1 << 20]) {
+          const value = 'x'.repeat(bytes);
+          const bare = await sql<{ v: string }>`select ${value} as v union all select ${'y'}`.execute(prepared);
+          const cast = await sql<{ v: string }>`select cast(${value} as char) as v union all select cast(${'y'} as char)`.execute(prepared);
+          assert.equal(bare.rows[0]!.v.length, bytes % 65_536, `${bytes} bytes bound bare`);
+          assert.equal(cast.rows[0]!.v.length, bytes, `${bytes} bytes bound cast`);
+        }
+      } finally {
+        await prepared.destroy();
+      }
     });
+  }
 
-    test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
+  test('payloads of 64 KiB +/- 1 and of 1 MiB and more, recorded alone and in batches with small ones, are stored byte for byte', async () => {
+    // Multi-byte text: bytes and characters differ, and so would a cut counted in either.
+    const sized = (bytes: number) => `{"pad":"${'\u00e9'.repeat(Math.floor((bytes - 10) / 2))}${'x'.repeat((bytes - 10) % 2)}"}`;
+    const sizes = [65_535, 65_536, 65_537, 70_000, 1 << 20, 3 << 20];
+    const events = sizes.flatMap((bytes, i) => [{ ...verified(`gc_large_${i}`), payload: sized(bytes) }, verified(`gc_small_${i}_a`), verified(`gc_small_${i}_b`)]);
+    const alone = { ...verified('gc_large_alone'), payload: sized(70_000) };
+    const results = await Promise.all([...events, alone].map((event) => store.record(event)));
+    assert.ok(results.every((r) => r.outcome === 'recorded'));
+    for (const event of [...events, alone]) {
+      const row = await store.db
+        .selectFrom('webhook_events')
+        .select('payload')
+        .where('provider', '=', event.provider)
+        .where('event_id', '=', event.eventId)
+        .executeTakeFirstOrThrow();
+      assert.equal(Buffer.byteLength(row.payload), Buffer.byteLength(event.payload), `${event.eventId}: stored size`);
+      assert.ok(row.payload === event.payload, `${event.eventId}: stored byte for byte`);
+    }
+  });
+
+  test('a payload the database stores with another size is not acknowledged: its row is discarded and recorded again, or, once taken up, its delivery fails', async () => {
+    const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
+    const insert = newEventsInsert(store.db);
+    // A driver or server that loses bytes on the way in; `then` runs before the batch reads its answer.
+    const cutting =
+      (then: () => Promise<unknown> = async () => undefined): NewEventsInsert =>
+      async (rows) => {
+        const result = await insert(rows.map((row) => (row.event_id.startsWith('cut_') ? { ...row, payload: row.payload.slice(0, 5) } : row)));
+        await then();
+        return result;
+      };
+    const [cut, whole] = await recordBatch(store.db, requests(['cut_discarded', 'gc_whole']), cutting());
+    assert.equal(cut, null, 'no answer: the caller records it again');
+    assert.equal(await store.findEvent('razorpay', 'cut_discarded'), null, 'its row is gone');
+    assert.equal((whole as RecordResult).outcome, 'recorded');
+
+    const takenUp = cutting(() => store.db.updateTable('webhook_events').set({ status: 'processing', attempts: 1 }).where('event_id', '=', 'cut_taken').execute());
+    const [refused] = await recordBatch(store.db, requests(['cut_taken']), takenUp);
+    assert.ok(refused instanceof RecordNotStoredError, JSON.stringify(refused));
+    assert.match(refused.message, /stored 5 of its 18 payload bytes; not acknowledged/);
+  });
+
+  test('a stored row that cannot be read is claimed with its reason; the other events of its claim batch are claimed as usual', async () => {
+    const broken = await store.record({ ...verified('gc_unreadable'), payload: '{"id":"gc_unrea' });
+    const readable = await Promise.all(['gc_readable_1', 'gc_readable_2'].map((name) => store.record(verified(name))));
+    const claims = await Promise.all([broken, ...readable].map(({ id }) => store.claim(id, 'worker', LEASE_MS)));
+    assert.ok(
+      claims.every((claim) => claim !== null),
+      'all three claimed',
+    );
+    assert.match(claims[0]!.unreadable ?? '', /^the stored event cannot be read: its payload \(15 bytes stored\) is not valid JSON/);
+    assert.equal(claims[0]!.event.payload, null);
+    for (const [i, claim] of claims.slice(1).entries()) {
+      assert.equal(claim.unreadable, undefined);
+      assert.deepEqual(claim.event.payload, { id: `gc_readable_${i + 1}` });
+    }
+  });
+
+  test('concurrent claims: each due event claimed once, with a lease of its own id', async () => {
+    const ids = await Promise.all(['gc_claim_1', 'gc_claim_2', 'gc_claim_3'].map(async (name) => (await store.record(verified(name))).id));
+    const claims = await Promise.all([...ids, ...ids].map((id) => store.claim(id, 'worker', LEASE_MS)));
+    const won = claims.filter((c) => c !== null);
+    assert.deepEqual(won.map((c) => c.lease.id).sort(), [...ids].sort());
+    assert.deepEqual(won.map((c) => c.event.id).sort(), [...ids].sort());
+  });
+
+  test('concurrent completions: a failing event and a lost lease roll back alone', async () => {
+    const names = ['gc_ok_1', 'gc_fails', 'gc_lost', 'gc_ok_2'];
+    const leases = [];
+    for (const name of names) leases.push(await leaseOf(name));
+    const stolen = { ...leases[2]!, token: 'not-the-token' };
+    const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
       const now = toDbTime(clock.now());
-      await store.db
+      await tx
         .withTables<CoursePlatformTables>()
-        .insertInto('enrollments')
-        .values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now })
+        .insertInto('orders')
+        .values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now })
         .execute();
-      const buyers = [
-        { paymentId: 'pay_rows_1', userId: 'u_rows_1', courseId: 'c_rows' },
-        { paymentId: 'pay_rows_2', userId: 'u_rows_2', courseId: 'c_rows' },
-        { paymentId: 'pay_rows_3', userId: 'u_rows_3', courseId: 'c_rows' },
-        { paymentId: 'pay_again', userId: 'u_again', courseId: 'c_again' },
-      ];
-      const leases = await Promise.all(buyers.map(({ paymentId }) => leaseOf(`gc_${paymentId}`, paymentId)));
-      const statements: string[] = [];
-      const counter = watchingQueries((node) => {
-        if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
-        if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
-      });
-      await Promise.all(
-        leases.map((lease, i) =>
-          store.completeFenced(lease, async (tx, batch) => {
-            const { paymentId, userId, courseId } = buyers[i]!;
-            const change = await advancePayment(
-              tx,
-              'razorpay',
-              { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com`, metadata: {} },
-              now,
-              batch,
-            );
-            const event = {
-              id: lease.id,
-              provider: 'razorpay' as const,
-              eventId: `gc_${paymentId}`,
-              eventType: 'payment.captured',
-              payload: {},
-              headers: {},
-              attempts: 1,
-              createdAt: clock.now(),
-            };
-            for (const handler of coursePlatform.handlers!.captured!)
-              await handler({
-                tx,
-                payment: change.payment,
-                previousStatus: change.previous,
-                event,
-                now,
-                signal: new AbortController().signal,
-                batch: watchedBatch(batch, counter),
-              });
-            return 'granted';
-          }),
-        ),
-      );
-      assert.deepEqual(
-        statements.sort(),
-        ['insert enrollments', 'insert orders', 'insert outbox', 'update enrollments'],
-        'one statement per table for the four events, and one re-activation',
-      );
-      const ids = buyers.map((b) => b.paymentId);
-      const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
-      assert.deepEqual(
-        orders.map((o) => o.payment_id),
-        [...ids].sort(),
-      );
-      const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%:razorpay:pay_%').execute();
-      assert.deepEqual(outbox.map((o) => o.idempotency_key).sort(), ids.flatMap((id) => [`fulfilment:razorpay:${id}`, `receipt:razorpay:${id}`]).sort());
-      const enrollments = await store.db
-        .withTables<CoursePlatformTables>()
-        .selectFrom('enrollments')
-        .select(['user_id', 'status', 'payment_id'])
-        .where('course_id', 'in', ['c_rows', 'c_again'])
-        .orderBy('user_id')
-        .execute();
-      assert.deepEqual(enrollments, [
-        { user_id: 'u_again', status: 'active', payment_id: 'pay_again' },
-        { user_id: 'u_rows_1', status: 'active', payment_id: 'pay_rows_1' },
-        { user_id: 'u_rows_2', status: 'active', payment_id: 'pay_rows_2' },
-        { user_id: 'u_rows_3', status: 'active', payment_id: 'pay_rows_3' },
-      ]);
+      if (paymentId === 'pay_fails') throw new Error('handler failed');
+      return `order ${paymentId}`;
+    };
+    const results = await Promise.allSettled([
+      store.completeFenced(leases[0]!, writeOrder('pay_ok_1')),
+      store.completeFenced(leases[1]!, writeOrder('pay_fails')),
+      store.completeFenced(stolen, writeOrder('pay_lost')),
+      store.completeFenced(leases[3]!, writeOrder('pay_ok_2')),
+    ]);
+    assert.deepEqual(results[0], { status: 'fulfilled', value: 'order pay_ok_1' });
+    assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
+    assert.equal(results[1].status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
+    assert.ok(results[2].status === 'rejected' && results[2].reason instanceof LeaseLostError);
+    const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
+    assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
+    const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
+    assert.deepEqual(
+      states.map((s) => s?.status),
+      ['processed', 'processing', 'processing', 'processed'],
+    );
+  });
+
+  /** The batch as a work sees it, with the statements of its deferred writes shown to `plugin` too. */
+  const watchedBatches = new WeakMap<CompletionBatch, CompletionBatch>();
+  function watchedBatch(batch: CompletionBatch, plugin: KyselyPlugin): CompletionBatch {
+    if (!watchedBatches.has(batch)) watchedBatches.set(batch, { payments: batch.payments, atCommit: (write) => batch.atCommit((tx) => write(tx.withPlugin(plugin))) });
+    return watchedBatches.get(batch)!;
+  }
+
+  function captured(paymentId: string, userId: string): PaymentEvent {
+    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null, metadata: {} };
+  }
+
+  test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
+    const now = toDbTime(clock.now());
+    await store.db
+      .insertInto('payments')
+      .values({
+        provider: 'razorpay',
+        payment_id: 'pay_read_1',
+        status: 'authorized',
+        user_id: null,
+        course_id: null,
+        email: null,
+        amount: null,
+        currency: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await store.db
+      .insertInto('payments')
+      .values({
+        provider: 'razorpay',
+        payment_id: 'pay_read_2',
+        status: 'created',
+        user_id: 'u_kept',
+        course_id: null,
+        email: null,
+        amount: null,
+        currency: null,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    const payments = ['pay_read_1', 'pay_read_2', 'pay_read_3', 'pay_read_4'];
+    const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
+    const statements: string[] = [];
+    const counter = watchingQueries((node) => {
+      if (!JSON.stringify(node).includes('"payments"')) return;
+      statements.push({ SelectQueryNode: 'select', InsertQueryNode: 'insert', UpdateQueryNode: 'update' }[node.kind as string] ?? node.kind);
     });
-  },
-  { domains: [coursePlatform] },
-);
+    const changes = await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const change = await advancePayment(tx.withPlugin(counter), 'razorpay', captured(payments[i]!, `u_${i}`), now, watchedBatch(batch, counter));
+          return `${change.applied} ${change.payment.status} ${change.payment.user_id}`;
+        }),
+      ),
+    );
+    assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
+    assert.deepEqual(changes, ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
+    const stored = await store.db
+      .selectFrom('payments')
+      .select(['payment_id', 'status', 'user_id', 'course_id'])
+      .where('payment_id', 'in', payments)
+      .orderBy('payment_id')
+      .execute();
+    assert.deepEqual(
+      stored,
+      payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' })),
+      'stored as reported: details filled in only where they were missing',
+    );
+  });
+
+  test('a payment row written by another writer during the batch: the batch is abandoned and its events complete alone', async () => {
+    const now = toDbTime(clock.now());
+    const payments = ['pay_raced_1', 'pay_raced_2'];
+    const leases = await Promise.all(payments.map((paymentId) => leaseOf(`gc_${paymentId}`, paymentId)));
+    let raced = false;
+    const outcomes = await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const change = await advancePayment(tx, 'razorpay', captured(payments[i]!, `u_${i}`), now, batch);
+          if (i === 0 && !raced) {
+            raced = true;
+            // Another writer's row for the second payment, after the batch read it (in the batch's own
+            // transaction so that SQLite, a single writer, can run it; it goes with the abandoned batch).
+            await tx
+              .insertInto('payments')
+              .values({
+                provider: 'razorpay',
+                payment_id: 'pay_raced_2',
+                status: 'refunded',
+                user_id: null,
+                course_id: null,
+                email: null,
+                amount: null,
+                currency: null,
+                created_at: now,
+                updated_at: now,
+              })
+              .execute();
+          }
+          return `${change.payment.status} ${batch.payments.length}`;
+        }),
+      ),
+    );
+    assert.ok(raced);
+    assert.deepEqual(outcomes, ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
+    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
+    assert.deepEqual(stored, [
+      { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
+      { payment_id: 'pay_raced_2', status: 'captured', user_id: 'u_1' },
+    ]);
+  });
+
+  test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
+    const now = toDbTime(clock.now());
+    await store.db
+      .withTables<CoursePlatformTables>()
+      .insertInto('enrollments')
+      .values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now })
+      .execute();
+    const buyers = [
+      { paymentId: 'pay_rows_1', userId: 'u_rows_1', courseId: 'c_rows' },
+      { paymentId: 'pay_rows_2', userId: 'u_rows_2', courseId: 'c_rows' },
+      { paymentId: 'pay_rows_3', userId: 'u_rows_3', courseId: 'c_rows' },
+      { paymentId: 'pay_again', userId: 'u_again', courseId: 'c_again' },
+    ];
+    const leases = await Promise.all(buyers.map(({ paymentId }) => leaseOf(`gc_${paymentId}`, paymentId)));
+    const statements: string[] = [];
+    const counter = watchingQueries((node) => {
+      if (node.kind === 'InsertQueryNode') statements.push(`insert ${node.into?.table.identifier.name}`);
+      if (node.kind === 'UpdateQueryNode' && JSON.stringify(node.table).includes('"enrollments"')) statements.push('update enrollments');
+    });
+    await Promise.all(
+      leases.map((lease, i) =>
+        store.completeFenced(lease, async (tx, batch) => {
+          const { paymentId, userId, courseId } = buyers[i]!;
+          const change = await advancePayment(
+            tx,
+            'razorpay',
+            { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com`, metadata: {} },
+            now,
+            batch,
+          );
+          const event = {
+            id: lease.id,
+            provider: 'razorpay' as const,
+            eventId: `gc_${paymentId}`,
+            eventType: 'payment.captured',
+            payload: {},
+            headers: {},
+            attempts: 1,
+            createdAt: clock.now(),
+          };
+          for (const handler of coursePlatform.handlers!.captured!)
+            await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
+          return 'granted';
+        }),
+      ),
+    );
+    assert.deepEqual(
+      statements.sort(),
+      ['insert enrollments', 'insert orders', 'insert outbox', 'update enrollments'],
+      'one statement per table for the four events, and one re-activation',
+    );
+    const ids = buyers.map((b) => b.paymentId);
+    const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
+    assert.deepEqual(
+      orders.map((o) => o.payment_id),
+      [...ids].sort(),
+    );
+    const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%:razorpay:pay_%').execute();
+    assert.deepEqual(outbox.map((o) => o.idempotency_key).sort(), ids.flatMap((id) => [`fulfilment:razorpay:${id}`, `receipt:razorpay:${id}`]).sort());
+    const enrollments = await store.db
+      .withTables<CoursePlatformTables>()
+      .selectFrom('enrollments')
+      .select(['user_id', 'status', 'payment_id'])
+      .where('course_id', 'in', ['c_rows', 'c_again'])
+      .orderBy('user_id')
+      .execute();
+    assert.deepEqual(enrollments, [
+      { user_id: 'u_again', status: 'active', payment_id: 'pay_again' },
+      { user_id: 'u_rows_1', status: 'active', payment_id: 'pay_rows_1' },
+      { user_id: 'u_rows_2', status: 'active', payment_id: 'pay_rows_2' },
+      { user_id: 'u_rows_3', status: 'active', payment_id: 'pay_rows_3' },
+    ]);
+  });
+});
 
 test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL', () => {
   const versions = {

@@ -33,7 +33,14 @@ for (const backend of STORE_BACKENDS) {
 
     test('ping, and the migrations not applied yet', async () => {
       await store.ping();
-      assert.deepEqual(await store.pendingMigrations(), ['0001_webhook_events', '0002_course_platform', '0003_payment_leases', '0004_operations', '0005_outbox_dispatch']);
+      assert.deepEqual(await store.pendingMigrations(), [
+        '0001_webhook_events',
+        '0002_course_platform',
+        '0003_payment_leases',
+        '0004_operations',
+        '0005_outbox_dispatch',
+        '0006_payu_transaction_keys',
+      ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
     });

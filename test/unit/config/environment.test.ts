@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
-import { formatConfig, maskedConfig, maskSecret, maskUrl } from '../../../src/config/display.js';
-import { loadConfig } from '../../../src/config/load.js';
+import { maskedConfig, maskedVariables, maskSecret, maskUrl, variableLines } from '../../../src/config/display.js';
+import { loadConfig, readConfig } from '../../../src/config/load.js';
 import { readEnvironment } from '../../../src/config/environment.js';
 import { ConfigError } from '../../../src/errors.js';
 import { CLI_ARGS } from '../../support/cli.js';
@@ -87,12 +87,23 @@ describe('the effective configuration, masked', () => {
   };
 
   test('shows every setting, and no secret', () => {
-    const masked = maskedConfig(loadConfig(secrets));
-    const text = JSON.stringify(masked) + formatConfig(masked).join('\n');
+    const { config, variables } = readConfig(secrets);
+    const masked = maskedConfig(config);
+    const lines = variableLines(variables).join('\n');
+    const text = JSON.stringify(masked) + JSON.stringify(maskedVariables(variables)) + lines;
     assert.ok(!text.includes(CANARY), text);
     assert.deepEqual((masked as { providers: { stripe: { secrets: string[] } } }).providers.stripe.secrets, ['whsec_…(masked)', 'whsec_…(masked)']);
     assert.match(text, /"databaseUrl":"mysql:\/\/app:…\(masked\)@db\.internal:3306\/inbox"/);
-    assert.match(formatConfig(masked).join('\n'), /^processing\.leaseMs +30000$/m);
+    assert.match(lines, /^LEASE_SECONDS=30 +# default$/m, 'the variable a user sets, in its own unit');
+    assert.match(lines, /^STRIPE_WEBHOOK_SECRET=whsec_…\(masked\),whsec_…\(masked\)$/m);
+    assert.match(lines, /^DATABASE_URL=mysql:\/\/app:…\(masked\)@db\.internal:3306\/inbox$/m);
+    assert.match(lines, /^STUCK_CHECK_CRON="0 9 \* \* \*" +# default$/m, 'quoted as .env needs it');
+    assert.match(lines, /^# REDIS_URL= +# not set$/m);
+    assert.deepEqual(
+      variables.map((variable) => variable.name).sort(),
+      variablesRead().filter((name) => name !== 'ENV_FILE'),
+      'every variable the configuration reads is shown (ENV_FILE: in the header)',
+    );
   });
 
   test('secrets and URLs', () => {
@@ -113,12 +124,27 @@ describe('the effective configuration, masked', () => {
       });
     const [text, json] = await Promise.all([run(['config']), run(['config', '--json'])]);
     for (const output of [text.stdout, json.stdout]) assert.ok(!output.includes(CANARY), output);
-    assert.match(text.stdout, /^# env file: .*\.env$/m);
-    assert.match(text.stdout, /^port +4500$/m);
-    assert.match(text.stdout, /^providers\.razorpay\.secrets +rzp_…\(masked\)$/m);
-    const parsed = JSON.parse(json.stdout) as { envFile: string; config: { port: number; databaseUrl: string } };
+    assert.match(text.stdout, /^# env file: .*\.env \(the environment wins over it\)$/m);
+    assert.match(text.stdout, /^PORT=4500$/m);
+    assert.match(text.stdout, /^RAZORPAY_WEBHOOK_SECRET=rzp_…\(masked\)$/m);
+    const parsed = JSON.parse(json.stdout) as {
+      envFile: string;
+      config: { port: number; databaseUrl: string };
+      variables: Record<string, { value: string | null; isDefault: boolean }>;
+    };
     assert.equal(parsed.envFile, path.join(dir, '.env'));
     assert.equal(parsed.config.port, 4500);
     assert.equal(parsed.config.databaseUrl, 'mysql://app:…(masked)@db.internal:3306/inbox');
+    assert.deepEqual(parsed.variables.PORT, { value: '4500', isDefault: false });
+    assert.deepEqual(parsed.variables.LEASE_SECONDS, { value: '30', isDefault: true });
+    assert.deepEqual(parsed.variables.REDIS_URL, { value: null, isDefault: true });
+  });
+});
+
+describe('the command itself', () => {
+  test('--version and -V print the version of package.json', async () => {
+    const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const run = (flag: string) => promisify(execFile)(process.execPath, [...CLI_ARGS, flag], { cwd: EMPTY_DIR, env: { PATH: process.env.PATH } });
+    for (const { stdout } of await Promise.all([run('--version'), run('-V')])) assert.equal(stdout, `${version}\n`);
   });
 });

@@ -27,6 +27,8 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.databaseUrl, DEFAULT_DATABASE_URL);
     assert.equal(DEFAULT_DATABASE_URL, 'sqlite:./data/webhook-inbox.db', 'the embedded store needs no server');
     assert.equal(config.bodyLimitBytes, 1_048_576);
+    assert.equal(config.payuBodyLimitBytes, 16_384);
+    assert.deepEqual(config.http, { headersTimeoutMs: 10_000, requestTimeoutMs: 15_000, idleTimeoutMs: 72_000 });
     assert.equal(config.migrateOnStart, true);
     assert.equal(config.logLevel, 'info');
     assert.equal(config.processing.mode, 'background');
@@ -116,6 +118,11 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { PROCESSING_MODE: 'fast' }, variable: 'PROCESSING_MODE' },
     { env: { LEASE_SECONDS: '-1' }, variable: 'LEASE_SECONDS' },
     { env: { BODY_LIMIT_BYTES: '10' }, variable: 'BODY_LIMIT_BYTES' },
+    { env: { PAYU_BODY_LIMIT_BYTES: '2097152' }, variable: 'PAYU_BODY_LIMIT_BYTES' },
+    { env: { HTTP_HEADERS_TIMEOUT_MS: '10s' }, variable: 'HTTP_HEADERS_TIMEOUT_MS' },
+    { env: { HTTP_REQUEST_TIMEOUT_MS: '0' }, variable: 'HTTP_REQUEST_TIMEOUT_MS' },
+    { env: { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }, variable: 'HTTP_REQUEST_TIMEOUT_MS' },
+    { env: { HTTP_IDLE_TIMEOUT_MS: '-1' }, variable: 'HTTP_IDLE_TIMEOUT_MS' },
     { env: { MIGRATE_ON_START: 'maybe' }, variable: 'MIGRATE_ON_START' },
     { env: { LOG_LEVEL: 'loud' }, variable: 'LOG_LEVEL' },
     { env: { STRIPE_WEBHOOK_SECRET: ',,' }, variable: 'STRIPE_WEBHOOK_SECRET' },
@@ -147,6 +154,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { ALERT_WEBHOOK_URL: 'hooks.slack.com/services/x' }, variable: 'ALERT_WEBHOOK_URL' },
     { env: { STUCK_CHECK_CRON: 'daily' }, variable: 'STUCK_CHECK_CRON' },
     { env: { STUCK_CHECK_OLDER_THAN: '30 minutes' }, variable: 'STUCK_CHECK_OLDER_THAN' },
+    { env: { STUCK_CHECK_OUTBOX_OLDER_THAN: '0m' }, variable: 'STUCK_CHECK_OUTBOX_OLDER_THAN' },
     { env: { ARCHIVE_CRON: '61 * * * *', ARCHIVE_DIR: '/var/archive' }, variable: 'ARCHIVE_CRON' },
     { env: { ARCHIVE_CRON: '0 3 * * *' }, variable: 'ARCHIVE_DIR' },
     { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },

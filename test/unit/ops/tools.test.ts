@@ -40,7 +40,7 @@ describe('durations and times given to operator commands', () => {
     const defaults = loadConfig({}).operations;
     assert.deepEqual(defaults, {
       alertWebhookUrl: null,
-      stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000 },
+      stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000, outboxOlderThanMs: 3_600_000 },
       archive: { cron: null, dir: null, olderThanMs: 7_776_000_000 },
     });
     assert.equal(loadConfig({ STUCK_CHECK_CRON: 'off' }).operations.stuckCheck.cron, null);

@@ -168,10 +168,10 @@ describe('payuToCanonical', () => {
   const decoded = payloadJson('payu', 'payment_success.decoded.json');
   const failure = Object.fromEntries(new URLSearchParams(payload('payu', 'payment_failure.form-urlencoded.txt').toString('utf8')));
 
-  test('success sample -> captured 1500.00 INR, udf1 = user, udf2 = course', () => {
+  test('success sample -> payment txnid captured 1500.00 INR, udf1 = user, udf2 = course', () => {
     assert.deepEqual(payuToCanonical({ eventType: 'payment.success', payload: decoded }), {
       kind: 'payment',
-      paymentId: '403993715531234567',
+      paymentId: 'ORD000123A1',
       state: 'captured',
       amountMinor: 150000,
       currency: 'INR',
@@ -184,7 +184,8 @@ describe('payuToCanonical', () => {
 
   const cases: Array<{ name: string; fields: Json; state: PaymentState }> = [
     { name: 'failure sample (status failure)', fields: failure, state: 'failed' },
-    { name: "status success with unmappedstatus 'auth'", fields: { ...decoded, unmappedstatus: 'auth' }, state: 'authorized' },
+    // unmappedstatus is not hashed: it never decides (see the next test).
+    { name: "status success with unmappedstatus 'auth'", fields: { ...decoded, unmappedstatus: 'auth' }, state: 'captured' },
     { name: 'status pending', fields: { ...decoded, status: 'pending', unmappedstatus: 'pending' }, state: 'created' },
   ];
   for (const { name, fields, state } of cases) {
@@ -194,9 +195,16 @@ describe('payuToCanonical', () => {
     });
   }
 
-  test('a stored callback without mihpayid -> ignored, never a payment with an empty id', () => {
-    const { mihpayid: _omitted, ...withoutId } = decoded;
-    assertIgnored(payuToCanonical({ eventType: 'payment.success', payload: withoutId }), /no mihpayid/);
+  test('the payment and its state come from hashed fields only: unhashed ones (mihpayid, unmappedstatus, ...) change nothing', () => {
+    const canonical = payuToCanonical({ eventType: 'payment.success', payload: decoded });
+    for (const changed of [{ mihpayid: '403993715599999999' }, { unmappedstatus: 'auth' }, { unmappedstatus: 'userCancelled' }, { net_amount_debit: '1.00' }]) {
+      assert.deepEqual(payuToCanonical({ eventType: 'payment.success', payload: { ...decoded, ...changed } }), canonical, JSON.stringify(changed));
+    }
+  });
+
+  test('a stored callback without txnid -> ignored, never a payment with an empty id', () => {
+    const { txnid: _omitted, ...withoutId } = decoded;
+    assertIgnored(payuToCanonical({ eventType: 'payment.success', payload: withoutId }), /no txnid/);
   });
 
   test('an unknown status -> ignored', () => {

@@ -63,13 +63,13 @@ describe('payu verifier: constructed samples', () => {
 
   for (const file of SIGNED_SAMPLES) {
     for (const encoding of ENCODINGS) {
-      test(`${file} verifies as ${encoding.name}; event id is mihpayid:status`, () => {
+      test(`${file} verifies as ${encoding.name}; event id is txnid:status`, () => {
         const text = payload('payu', file).toString('utf8');
-        const { mihpayid, status } = formFields(text);
-        assert.ok(mihpayid && status);
+        const { txnid, status } = formFields(text);
+        assert.ok(txnid && status);
         const event = verify(encoding.encode(text), encoding.contentType);
         assert.equal(event.provider, 'payu');
-        assert.equal(event.eventId, `${mihpayid}:${status}`);
+        assert.equal(event.eventId, `${txnid}:${status}`);
         assert.equal(event.eventType, `payment.${status}`);
       });
     }
@@ -85,10 +85,24 @@ describe('payu verifier: constructed samples', () => {
 });
 
 describe('payu verifier: field and media-type handling', () => {
-  test('mihpayid with surrounding spaces is trimmed in the event id', () => {
-    const fields = { ...successFields(), mihpayid: '  403993715531234567 ' };
+  test('txnid with surrounding spaces is trimmed in the event id', () => {
+    const fields = { ...successFields(), txnid: '  ORD000123A1 ' };
     const body = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
-    assert.equal(verify(body).eventId, '403993715531234567:success');
+    assert.equal(verify(body).eventId, 'ORD000123A1:success');
+  });
+
+  test('the event id comes from hashed fields only: another mihpayid, unmappedstatus or any unhashed field is the same event', () => {
+    const fields = successFields();
+    const signed = (changed: Record<string, string>) => {
+      const all = { ...fields, ...changed };
+      return new URLSearchParams({ ...all, hash: referenceHash(all, { additionalChargesPrefix: false }) }).toString();
+    };
+    const original = verify(signed({}));
+    const unhashed: Array<Record<string, string>> = [{ mihpayid: '403993715599999999' }, { unmappedstatus: 'auth' }, { bank_ref_num: 'forged' }, { net_amount_debit: '1.00' }];
+    for (const changed of unhashed) {
+      const replayed = verify(signed(changed));
+      assert.equal(replayed.eventId, original.eventId, JSON.stringify(changed));
+    }
   });
 
   for (const field of ['udf1', 'mihpayid']) {
@@ -114,7 +128,7 @@ describe('payu verifier: field and media-type handling', () => {
     const fields = { ...successFields(), additionalCharges: '' };
     const prefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: true }) }).toString();
     const unprefixed = new URLSearchParams({ ...fields, hash: referenceHash(fields, { additionalChargesPrefix: false }) }).toString();
-    assert.equal(verify(prefixed).eventId, '403993715531234567:success');
+    assert.equal(verify(prefixed).eventId, 'ORD000123A1:success');
     assert.throws(() => verify(unprefixed), SignatureError);
   });
 
@@ -123,6 +137,24 @@ describe('payu verifier: field and media-type handling', () => {
       assert.throws(() => verify(payload('payu', file), 'application/json'), SignatureError);
     });
   }
+});
+
+describe('payu verifier: bounded work before the hash is checked', () => {
+  const malformed = (pattern: RegExp) => (error: unknown) => error instanceof BadRequestError && error.code === 'malformed_body' && pattern.test(error.message);
+
+  test('JSON nested deeper than one level is refused before it is parsed, whatever is inside its strings', () => {
+    assert.throws(() => verify('{"a":[[[]]]}', 'application/json'), malformed(/nests JSON deeper than 1 level/));
+    assert.throws(() => verify(`{"a":${'['.repeat(100_000)}`, 'application/json'), malformed(/nests JSON deeper than 1 level/));
+    // Brackets and escaped quotes inside a string are text, not nesting: the fields are read, then the hash refuses them.
+    assert.throws(() => verify(JSON.stringify({ ...successFields(), udf3: '[{\\"[' }), 'application/json'), SignatureError);
+  });
+
+  test('more than 256 fields, as a form or as JSON: refused before the hash is computed', () => {
+    const many = Array.from({ length: 257 }, (_, i) => `f${i}=1`).join('&');
+    assert.throws(() => verify(many), malformed(/more than 256 fields/));
+    assert.throws(() => verify(JSON.stringify(formFields(many)), 'application/json'), malformed(/more than 256 fields/));
+    assert.throws(() => verify(Array.from({ length: 256 }, (_, i) => `f${i}=1`).join('&')), SignatureError, '256 fields are read');
+  });
 });
 
 describe('rupeesToPaise', () => {

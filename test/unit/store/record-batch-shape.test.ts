@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DummyDriver, Kysely, MysqlAdapter, MysqlIntrospector, MysqlQueryCompiler, type CompiledQuery } from 'kysely';
 import { newEventRow, newEventsInsert, recordBatchShape } from '../../../src/store/record.js';
-import { MAX_RECORD_BATCH } from '../../../src/store/kysely-store.js';
+import { MAX_RECORD_BATCH } from '../../../src/store/record.js';
 import { MAX_PREPARED_PARAMETERS } from '../../../src/db/mysql/prepared-pool.js';
 import type { InboxDatabase } from '../../../src/db/schema.js';
 
