@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import type { ForwardedEvent, PaymentForwardedEvent } from '../../../src/forwarding/forwarded-event.js';
+import { paymentDetail } from '../../../src/ops/payment-detail.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { startHttpDownstream, type HttpCall, type HttpDownstream } from '../../support/downstream.js';
 import { FORWARD_SECRETS, verifiedForwardedEvent } from '../../support/forwarded.js';
@@ -228,6 +229,22 @@ for (const backend of STORE_BACKENDS) {
       assert.ok(!tables.includes('orders') && !tables.includes('enrollments'), tables.join(', '));
       const migrations = await sql<{ name: string }>`select name from schema_migrations order by name`.execute(harness.db);
       assert.ok(!migrations.rows.some((row) => row.name.startsWith('course-platform/')));
+    });
+
+    test("payments show lists a payment's forwarded events, and reads no course table where the course platform does not run", async () => {
+      const detail = await paymentDetail(harness.db, harness.clock, 'stripe', 'pi_fw_order_1', false);
+      assert.deepEqual([detail.order, detail.enrollments], [null, []]);
+      assert.deepEqual(
+        detail.outbox.map((entry) => [entry.kind, entry.idempotencyKey]),
+        [
+          ['forward', 'forward:stripe:event:evt_fw_pi_fw_order_1_0'],
+          ['forward', 'forward:stripe:pi_fw_order_1:created'],
+          ['forward', 'forward:stripe:event:evt_fw_pi_fw_order_1_1'],
+          ['forward', 'forward:stripe:pi_fw_order_1:captured'],
+          ['forward', 'forward:stripe:event:evt_fw_pi_fw_order_1_2'],
+          ['forward', 'forward:stripe:pi_fw_order_1:refunded'],
+        ],
+      );
     });
   });
 }
