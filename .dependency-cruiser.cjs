@@ -4,15 +4,17 @@
  * goes into the layer it belongs to, so the rules keep describing the whole tree.
  */
 const LAYERS = [
-  ['src/errors.ts', 'src/clock.ts', 'src/model/'], // what everything shares: errors, time, the shapes the pipeline carries
+  ['src/errors.ts', 'src/clock.ts', 'src/supported-node.ts', 'src/model/'], // what everything shares: errors, time, the Node version check, the shapes the pipeline carries
   ['src/config/'], // settings, read and validated from the environment
   ['src/db/'], // what every table shares: schema, migrations, backends, group commit, leases
   ['src/store/'], // the inbox's own operations: record, claim, complete, payment leases
   ['src/providers/'], // verify and read each provider's deliveries
-  ['src/domain/'], // payments and the reference business (course platform)
+  ['src/domain/'], // payments: forward-only states, the handlers' contract
   ['src/observability/', 'src/queue/'], // metrics, logs, readiness; how ids reach the workers
   ['src/processing/'], // claim, apply, complete: the workers
   ['src/outbox/'], // side effects after commit
+  ['src/extension/'], // what a business domain brings: tables, handlers, transports
+  ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
   ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
   ['src/http/'], // fastify routes

@@ -81,9 +81,9 @@ async function waitUntilListening(url: string, child: ChildProcess, logFile: str
   }
 }
 
-/** Compiles the service to dist/ (`npm run build:dist`), so the targets run the current sources. */
+/** Compiles the service to dist/ (`npm run compile`), so the targets run the current sources. */
 export async function buildService(): Promise<void> {
-  await run('npm', ['run', '--silent', 'build:dist'], { cwd: ROOT });
+  await run('npm', ['run', '--silent', 'compile'], { cwd: ROOT });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
-import { receiptKey } from '../src/domain/course-platform.js';
+import { receiptKey } from '../src/course-platform/handlers.js';
 import { fromDbTime } from '../src/db/schema.js';
 import type { FaultRecord } from './faults.js';
 import { foldStates, type SimulatedPayment } from './lifecycles.js';

@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/settings.js';
+import { coursePlatform } from './course-platform/course-platform.js';
+import type { InboxDatabase } from './db/schema.js';
 import { maskUrl } from './config/display.js';
 import { describeError } from './errors.js';
-import { coursePlatform } from './domain/course-platform.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
+import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
+import { forwarding } from './forwarding/forwarding.js';
 import { installErrorHandling } from './http/errors.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
@@ -31,32 +35,58 @@ import { openQueue } from './queue/open-queue.js';
 import { openStore } from './store/open-store.js';
 import type { InboxStore } from './store/inbox-store.js';
 
-export interface InboxOptions {
+/**
+ * `DB` is the database as your handlers know it: the inbox's tables and yours
+ * (`interface MyDatabase extends InboxDatabase { grants: GrantsTable }`).
+ */
+export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
   clock?: Clock;
   logger?: Logger;
-  /** Business handlers per payment state; defaults to the course-platform reference domain. */
-  handlers?: PaymentHandlers;
-  /** Replaces the payment pipeline entirely, for events that are not about payments. */
+  /**
+   * The business domains in use, each with its tables, handlers and transports (`coursePlatform`,
+   * yours from `definePaymentDomain`). Without it, the course platform runs when COURSE_PLATFORM
+   * allows it (the default) and neither `handlers` nor `apply` is given.
+   */
+  domains?: PaymentDomain[];
+  /** Your own handlers per payment state: a domain named `app`, run after those in `domains`. */
+  handlers?: PaymentHandlers<DB>;
+  /** Your own migrations, applied with the inbox's and recorded as `app/<name>`. */
+  migrations?: Record<string, Migration>;
+  /** Replaces the payment pipeline entirely, for events that are not about payments (no domain runs). */
   apply?: EventApplier;
   /** Defaults to Prometheus metrics in a registry of this inbox's own. */
   metrics?: InboxMetrics;
   /** Checks GET /readyz runs besides the store's (a queue, say); `inbox.readiness.add` works too. */
   readinessChecks?: ReadinessCheck[];
-  /** Outbox transports by kind, added to (or replacing) the course platform's receipt and fulfilment. */
+  /** Your own outbox transports by kind, added to (or replacing) those of the domains. */
   transports?: OutboxTransports;
 }
 
+/**
+ * The domains an inbox runs, in order: the chosen ones (by default the course platform, see
+ * InboxOptions.domains), forwarding when FORWARD_URL is set, and the options' own handlers,
+ * migrations and transports as the `app` domain.
+ */
+export function inboxDomains<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): PaymentDomain[] {
+  const chosen = options.domains ?? (options.handlers || options.apply || !config.coursePlatform ? [] : [coursePlatform]);
+  const { handlers, migrations, transports } = options;
+  const own = handlers || migrations || transports ? [definePaymentDomain<DB>({ name: 'app', handlers, migrations, transports })] : [];
+  return [...chosen, ...(config.forward ? [forwarding(config.forward)] : []), ...own];
+}
+
 /** The composition root: every dependency is chosen here, once. */
-export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
+export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Config, options: InboxOptions<DB> = {}): Inbox {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, recordConnections: config.dbRecordConnections, clock });
+  // The course platform's migrations stay known where it is not in use: a database it ran on is fine.
+  const domains = composeDomains(config, inboxDomains(config, options), [coursePlatform]);
+  const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, recordConnections: config.dbRecordConnections, clock, migrations: domains.migrations });
   const outbox = new OutboxStore(store.db, clock);
   const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
-  const apply = options.apply ?? paymentApplier({ toCanonical: providers.toCanonical, handlers: options.handlers ?? coursePlatform, clock });
+  const apply = options.apply ?? paymentApplier({ toCanonical: providers.toCanonical, handlers: domains.handlers, eventHandlers: domains.eventHandlers, clock });
   const { processing } = config;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const processor = new Processor({
@@ -78,7 +108,7 @@ export function createInbox(config: Config, options: InboxOptions = {}): Inbox {
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
   const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
   const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
-  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: options.transports, eventsBehind: () => pool.freeSlots <= 0 }));
+  inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }
 
@@ -103,13 +133,13 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
   return app;
 }
 
-export interface AppOptions extends InboxOptions {
+export interface AppOptions<DB extends InboxDatabase = InboxDatabase> extends InboxOptions<DB> {
   /** false: receive only (`serve --no-workers`), separate worker processes do the processing. */
   workers?: boolean;
 }
 
 /** Inbox plus server, migrated (unless disabled) and with workers running, not yet listening. */
-export async function createApp(config: Config, options: AppOptions = {}): Promise<{ app: FastifyInstance; inbox: Inbox }> {
+export async function createApp<DB extends InboxDatabase = InboxDatabase>(config: Config, options: AppOptions<DB> = {}): Promise<{ app: FastifyInstance; inbox: Inbox }> {
   const inbox = await openInbox(config, options);
   for (const { name, variables } of inbox.providers.unconfigured()) {
     inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
@@ -123,13 +153,13 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 }
 
 /** Workers only, no HTTP (`webhook-inbox worker`): migrated (unless disabled) and running. */
-export async function startWorkers(config: Config, options: InboxOptions = {}): Promise<Inbox> {
+export async function startWorkers<DB extends InboxDatabase = InboxDatabase>(config: Config, options: InboxOptions<DB> = {}): Promise<Inbox> {
   const inbox = await openInbox(config, options);
   inbox.start();
   return inbox;
 }
 
-async function openInbox(config: Config, options: InboxOptions): Promise<Inbox> {
+async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
   const inbox = createInbox(config, options);
   if (config.migrateOnStart) {
     try {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
+import type { CoursePlatformTables } from '../course-platform/schema.js';
 import type { ProviderName } from '../model/delivery.js';
 import { simulateEvent, type SimulatedPayment } from '../ops/simulator/simulated-events.js';
 import { sendEvent, type SendReport } from '../ops/simulator/send.js';
@@ -49,6 +50,8 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
     LOG_LEVEL: 'silent',
     SWEEP_INTERVAL_MS: '200',
     STUCK_CHECK_CRON: 'off',
+    // The demo shows the reference business at work, whatever the environment says.
+    COURSE_PLATFORM: 'true',
     STRIPE_WEBHOOK_SECRET: secret('whsec_'),
     RAZORPAY_WEBHOOK_SECRET: secret(),
     PAYU_MERCHANT_KEY: secret().slice(0, 8),
@@ -107,7 +110,7 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       forged: true,
     });
 
-    const db = inbox.store.db;
+    const db = inbox.store.db.withTables<CoursePlatformTables>();
     const deadline = Date.now() + 15_000;
     for (;;) {
       const pending = await db.selectFrom('webhook_events').select('id').where('status', 'in', ['received', 'processing']).execute();

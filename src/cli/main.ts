@@ -1,12 +1,11 @@
+import '../supported-node.js';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
 import { createApp, migrateStore, startWorkers } from '../app.js';
-import { systemClock } from '../clock.js';
 import { maskedConfig, maskedVariables, variableLines } from '../config/display.js';
 import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
-import { openStore } from '../store/open-store.js';
 import { registerArchiveCommands } from './commands/archive.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
@@ -15,7 +14,7 @@ import { registerPaymentsCommands } from './commands/payments.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
-import { configOrExit, EXIT_FAILED, EXIT_USAGE } from './context.js';
+import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { printJson } from './output.js';
 
@@ -89,14 +88,10 @@ program
   .option('--json', 'print JSON: {"applied": [<migration names>]}')
   .action(async (options: { json?: boolean }) => {
     const { config } = configOrExit();
-    const store = openStore(config.databaseUrl, { poolSize: 1, clock: systemClock });
-    try {
-      const applied = await migrateStore(store, config.databaseUrl);
-      if (options.json) printJson({ applied });
-      else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
-    } finally {
-      await store.close();
-    }
+    // The store of the inbox the service would run: its migrations with those of its domains.
+    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => migrateStore(inbox.store, config.databaseUrl));
+    if (options.json) printJson({ applied });
+    else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
 
 program

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
-import { parseEnv } from 'node:util';
+// Not a named import: parseEnv came with Node 20.12, and an older Node must get as far as the version
+// check (supported-node.ts) instead of failing to link this module.
+import * as util from 'node:util';
 import { Cron } from 'croner';
 import addressparser from 'nodemailer/lib/addressparser';
 import { ConfigError } from '../errors.js';
@@ -38,7 +40,7 @@ export function readEnvironment(env: Env = process.env, cwd = process.cwd()): En
     const reason = code ?? (error as Error).message;
     throw new ConfigError([named ? `ENV_FILE names ${file}, which cannot be read (${reason})` : `${file} cannot be read (${reason})`]);
   }
-  const variables: Env = parseEnv(text);
+  const variables: Env = util.parseEnv(text);
   for (const [name, value] of Object.entries(env)) if (value !== undefined) variables[name] = value;
   return { variables, file };
 }

@@ -1,7 +1,7 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
-import type { Config, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
+import type { Config, ForwardSettings, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
@@ -81,6 +81,8 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     redis: readRedis(read),
     operations: readOperations(read),
     outbox: readOutbox(read),
+    coursePlatform: read.boolean('COURSE_PLATFORM', true),
+    forward: readForward(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return { config, variables: [...read.variables.values()] };
@@ -143,6 +145,31 @@ function readOutbox(read: EnvReader): OutboxSettings {
     smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
     fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
   };
+}
+
+/** What the Standard Webhooks specification asks of a secret: 24 to 64 random bytes. */
+const FORWARD_SECRET_BYTES = { min: 24, max: 64 };
+
+function readForward(read: EnvReader): ForwardSettings | null {
+  const url = read.url('FORWARD_URL', ['http:', 'https:'], 'https://payments.internal.example/webhooks');
+  const secrets = read.secretList('FORWARD_SECRET');
+  const timeoutMs = read.integer('FORWARD_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
+  const rawEvents = read.boolean('FORWARD_RAW_EVENTS', false);
+  const generate = `node -e "console.log('whsec_' + require('crypto').randomBytes(32).toString('base64'))"`;
+  const malformed = secrets?.some((secret) => {
+    const encoded = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : '';
+    const bytes = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(encoded) ? Buffer.from(encoded, 'base64').length : 0;
+    return bytes < FORWARD_SECRET_BYTES.min || bytes > FORWARD_SECRET_BYTES.max;
+  });
+  if (malformed) {
+    read.problem(
+      `FORWARD_SECRET must be whsec_ followed by the base64 of ${FORWARD_SECRET_BYTES.min} to ${FORWARD_SECRET_BYTES.max} random bytes, as Standard Webhooks secrets are (make one with: ${generate})`,
+    );
+  }
+  if (read.isSet('FORWARD_URL') && !read.isSet('FORWARD_SECRET'))
+    read.problem(`FORWARD_SECRET must be set when FORWARD_URL is set: every forwarded event is signed (make one with: ${generate})`);
+  if (read.isSet('FORWARD_SECRET') && !read.isSet('FORWARD_URL')) read.problem('FORWARD_URL must be set when FORWARD_SECRET is set');
+  return url && secrets && !malformed ? { url, secrets, timeoutMs, rawEvents } : null;
 }
 
 function readDatabaseUrl(read: EnvReader): string {

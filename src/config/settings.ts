@@ -71,6 +71,16 @@ export interface OutboxSettings {
   fulfilment: FulfilmentSettings | null;
 }
 
+/** Where payment transitions (and, if asked, every verified event) are forwarded, signed. */
+export interface ForwardSettings {
+  url: string;
+  /** Standard Webhooks secrets (`whsec_` and base64); each delivery carries a signature for each. */
+  secrets: string[];
+  timeoutMs: number;
+  /** Forward each verified provider event too, not only the payment transitions. */
+  rawEvents: boolean;
+}
+
 /** Bounds on how long the HTTP server waits for a client (slow or stalled requests, idle connections). */
 export interface HttpSettings {
   /** From the first byte of a request to the end of its headers. */
@@ -102,4 +112,8 @@ export interface Config {
   redis: RedisSettings | null;
   operations: OperationsSettings;
   outbox: OutboxSettings;
+  /** The course platform (orders, enrollments, receipts, fulfilment) runs: its tables exist only then. */
+  coursePlatform: boolean;
+  /** Null: nothing is forwarded. */
+  forward: ForwardSettings | null;
 }

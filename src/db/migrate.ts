@@ -1,12 +1,18 @@
-import { Migrator, type Kysely } from 'kysely';
+import { Migrator, type Kysely, type Migration } from 'kysely';
 import type { StoreBackend } from './backend.js';
-import { inboxMigrations } from './migrations.js';
+import { inboxMigrations, type DomainMigrations } from './migrations.js';
 import type { InboxDatabase } from './schema.js';
 
-function migrator(db: Kysely<InboxDatabase>, backend: StoreBackend): Migrator {
+/**
+ * The migrator over the inbox's migrations and those of its domains. They are listed before it runs:
+ * it holds a connection while it asks for them, and SQLite's one connection would wait for itself if
+ * the list needed a query then.
+ */
+async function migrator(db: Kysely<InboxDatabase>, backend: StoreBackend, domains: DomainMigrations): Promise<Migrator> {
+  const migrations = await migrationsOf(db, backend, domains);
   return new Migrator({
     db,
-    provider: { getMigrations: async () => inboxMigrations(backend.columnTypes) },
+    provider: { getMigrations: async () => migrations },
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
     // Numbers are reserved per feature and land in any order (0004 and 0005 before 0003): a database
@@ -15,15 +21,37 @@ function migrator(db: Kysely<InboxDatabase>, backend: StoreBackend): Migrator {
   });
 }
 
+/**
+ * A dormant domain's migration that an earlier run applied stays in the list as a record (the
+ * migrator refuses a database that ran migrations it does not know); one that never ran is left out,
+ * so that it runs once the domain is in use.
+ */
+async function migrationsOf(db: Kysely<InboxDatabase>, backend: StoreBackend, domains: DomainMigrations): Promise<Record<string, Migration>> {
+  const types = backend.columnTypes;
+  const migrations = { ...inboxMigrations(types), ...domains.active(types) };
+  const dormant = domains.dormant(types).filter((name) => !(name in migrations));
+  if (dormant.length === 0) return migrations;
+  const applied = await db
+    .withTables<{ schema_migrations: { name: string } }>()
+    .selectFrom('schema_migrations')
+    .select('name')
+    .where('name', 'in', dormant)
+    .execute()
+    // No table yet: a new database, which ran nothing.
+    .catch(() => []);
+  for (const { name } of applied) migrations[name] = { up: () => Promise.reject(new Error(`${name} belongs to a domain not in use`)) };
+  return migrations;
+}
+
 /** Creates the database when missing and the server allows it, then applies pending migrations; returns the names applied now. */
-export async function migrateToLatest(db: Kysely<InboxDatabase>, backend: StoreBackend, url: string): Promise<string[]> {
+export async function migrateToLatest(db: Kysely<InboxDatabase>, backend: StoreBackend, url: string, domains: DomainMigrations): Promise<string[]> {
   await backend.ensureDatabase(url);
-  const { error, results } = await migrator(db, backend).migrateToLatest();
+  const { error, results } = await (await migrator(db, backend, domains)).migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(`migration failed: ${JSON.stringify(error)}`);
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
 /** Names of the migrations not applied yet. */
-export async function pendingMigrations(db: Kysely<InboxDatabase>, backend: StoreBackend): Promise<string[]> {
-  return (await migrator(db, backend).getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
+export async function pendingMigrations(db: Kysely<InboxDatabase>, backend: StoreBackend, domains: DomainMigrations): Promise<string[]> {
+  return (await (await migrator(db, backend, domains)).getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

@@ -64,30 +64,8 @@ export interface PaymentsTable {
   email: string | null;
   created_at: DbTime;
   updated_at: DbTime;
-}
-
-export interface OrdersTable {
-  id: Generated<number>;
-  provider: string;
-  payment_id: string;
-  user_id: string | null;
-  course_id: string | null;
-  amount: number | null;
-  currency: string | null;
-  status: 'paid' | 'refunded';
-  created_at: DbTime;
-  updated_at: DbTime;
-}
-
-export interface EnrollmentsTable {
-  id: Generated<number>;
-  user_id: string;
-  course_id: string;
-  status: 'active' | 'revoked';
-  provider: string;
-  payment_id: string;
-  created_at: DbTime;
-  updated_at: DbTime;
+  /** The merchant's metadata (PaymentMetadata) as JSON text; NULL when the events carried none. */
+  metadata: string | null;
 }
 
 /**
@@ -117,6 +95,8 @@ export interface OutboxTable {
   depends_on_key: Generated<string | null>;
   /** What the downstream answered when the row was finished (or why it was skipped). */
   outcome: Generated<string | null>;
+  /** Rows with the same ordering key are delivered one at a time, in the order they were written. */
+  ordering_key: Generated<string | null>;
 }
 
 /** One operator replay of one event: who asked, when, why, what the event was before, what happened. */
@@ -151,11 +131,13 @@ export interface ArchivedEventKeysTable {
   archived_at: DbTime;
 }
 
+/**
+ * The inbox's own tables. A domain with tables of its own (the course platform, a team's handlers)
+ * extends it: `interface MyDatabase extends InboxDatabase { grants: GrantsTable }`.
+ */
 export interface InboxDatabase {
   webhook_events: WebhookEventsTable;
   payments: PaymentsTable;
-  orders: OrdersTable;
-  enrollments: EnrollmentsTable;
   outbox: OutboxTable;
   payment_leases: PaymentLeasesTable;
   event_replays: EventReplaysTable;

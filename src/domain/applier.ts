@@ -1,15 +1,19 @@
+import type { Transaction } from 'kysely';
 import type { Clock } from '../clock.js';
 import { PermanentError } from '../errors.js';
 import { MAX_KEY_LENGTH, MAX_SHORT_TEXT_LENGTH, unstorableText } from '../model/delivery.js';
-import { toDbTime, type DbTime } from '../db/schema.js';
+import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';
 import type { CanonicalEvent, PaymentState } from '../model/payment-event.js';
 import { advancePayment, type Payment } from './payments.js';
 
-export interface PaymentContext {
+/**
+ * What every handler gets. `DB` is the database as the handler's domain knows it: the inbox's tables
+ * and its own (`interface MyDatabase extends InboxDatabase { grants: GrantsTable }`).
+ */
+export interface EventContext<DB extends InboxDatabase = InboxDatabase> {
   /** The processing transaction: every write here commits with "event processed", or not at all. */
-  tx: BusinessTransaction;
-  payment: Payment;
+  tx: Transaction<DB>;
   event: InboxEvent;
   now: DbTime;
   /** Aborted when the worker's lease runs out; the commit would be refused after that anyway. */
@@ -18,12 +22,25 @@ export interface PaymentContext {
   batch: CompletionBatch;
 }
 
+export interface PaymentContext<DB extends InboxDatabase = InboxDatabase> extends EventContext<DB> {
+  /** The payment as it will commit, with all its metadata. */
+  payment: Payment;
+  /**
+   * The state it was in before this event; null when the event created it. Equal to
+   * `payment.status` when the event only completed details of a payment already in that state.
+   */
+  previousStatus: PaymentState | null;
+}
+
 /**
  * Business effects for a payment that reached a state. Handlers must be idempotent on their own
  * (unique keys, INSERT IGNORE): they run again when a later event completes the payment's details.
  */
-export type PaymentHandler = (context: PaymentContext) => Promise<void>;
-export type PaymentHandlers = Partial<Record<PaymentState, PaymentHandler[]>>;
+export type PaymentHandler<DB extends InboxDatabase = InboxDatabase> = (context: PaymentContext<DB>) => Promise<void>;
+export type PaymentHandlers<DB extends InboxDatabase = InboxDatabase> = Partial<Record<PaymentState, Array<PaymentHandler<DB>>>>;
+
+/** Runs for every event processed, about a payment or not, with what the event means. */
+export type EventHandler<DB extends InboxDatabase = InboxDatabase> = (context: EventContext<DB> & { canonical: CanonicalEvent }) => Promise<void>;
 
 /** What applying an event did. */
 export interface EventOutcome {
@@ -53,11 +70,13 @@ const STORED_FIELDS = [
 
 /**
  * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
- * the handlers registered for the state the payment is in.
+ * the handlers registered for the state the payment is in. Event handlers run first, for every event.
  */
-export function paymentApplier(options: { toCanonical: ToCanonical; handlers: PaymentHandlers; clock: Clock }): EventApplier {
+export function paymentApplier(options: { toCanonical: ToCanonical; handlers: PaymentHandlers; eventHandlers?: EventHandler[]; clock: Clock }): EventApplier {
   return async (tx, event, signal, batch) => {
     const canonical = options.toCanonical(event.provider, event);
+    const now = toDbTime(options.clock.now());
+    for (const handler of options.eventHandlers ?? []) await handler({ tx, event, canonical, now, signal, batch });
     if (canonical.kind === 'ignored') return { text: `ignored: ${canonical.reason}` };
 
     // MySQL's INSERT IGNORE would store the first 255 characters (64 of a currency), and both drivers a
@@ -67,12 +86,11 @@ export function paymentApplier(options: { toCanonical: ToCanonical; handlers: Pa
       const unstorable = value === null ? null : unstorableText(value, maxLength);
       if (unstorable) throw new PermanentError(`the event's ${field} ${unstorable}, so it cannot be stored whole`);
     }
-    const now = toDbTime(options.clock.now());
     const change = await advancePayment(tx, event.provider, canonical, now, batch);
     const state = change.payment.status;
     if (change.applied || change.enriched) {
       for (const handler of options.handlers[state] ?? []) {
-        await handler({ tx, payment: change.payment, event, now, signal, batch });
+        await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal, batch });
       }
     }
     if (change.applied) return { text: `applied: payment ${canonical.paymentId} ${state}` };

@@ -4,16 +4,24 @@ import { perBatch } from '../store/complete.js';
 import type { DbTime, PaymentsTable } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/inbox-store.js';
-import { statesBefore, type PaymentEvent, type PaymentState } from '../model/payment-event.js';
+import { metadataOf, statesBefore, type PaymentEvent, type PaymentMetadata, type PaymentState } from '../model/payment-event.js';
+
+/** A payment row as stored: the metadata is JSON text. */
+type PaymentRow = Omit<Selectable<PaymentsTable>, 'id'>;
 
 /** A payment as the domain sees it: keyed by provider and the provider's payment id. */
-export type Payment = Omit<Selectable<PaymentsTable>, 'id'>;
+export type Payment = Omit<PaymentRow, 'metadata'> & {
+  /** Every key any of its events carried; a key keeps the value it was first seen with. */
+  metadata: PaymentMetadata;
+};
 
 export interface PaymentChange {
   /** The event moved the payment forward (or created it). */
   applied: boolean;
-  /** The event filled in details the payment lacked (user, course, amount, ...). */
+  /** The event filled in details the payment lacked (user, course, amount, metadata keys, ...). */
   enriched: boolean;
+  /** The state the payment was in before the event; null when the event created it. */
+  previous: PaymentState | null;
   /** The payment as it stands after the event, once the transaction commits. */
   payment: Payment;
 }
@@ -23,7 +31,7 @@ const DETAILS = ['user_id', 'course_id', 'email', 'amount', 'currency'] as const
 
 type PaymentKey = Pick<Payment, 'provider' | 'payment_id'>;
 
-const PAYMENT_COLUMNS = ['provider', 'payment_id', 'status', ...DETAILS, 'created_at', 'updated_at'] as const satisfies ReadonlyArray<keyof Payment>;
+const PAYMENT_COLUMNS = ['provider', 'payment_id', 'status', ...DETAILS, 'metadata', 'created_at', 'updated_at'] as const satisfies ReadonlyArray<keyof PaymentRow>;
 
 /** What one event changes in an existing payment: each write stays conditional on what it found. */
 interface PaymentUpdate extends PaymentKey {
@@ -32,6 +40,8 @@ interface PaymentUpdate extends PaymentKey {
   earlier: PaymentState[];
   /** Details the payment lacked, each filled only while still empty. */
   filled: Partial<Details>;
+  /** Metadata keys it lacked added: the text written, only while the stored text is still `from`. */
+  metadata: { from: string | null; to: string } | null;
   now: DbTime;
 }
 
@@ -53,12 +63,12 @@ export async function advancePayment(tx: BusinessTransaction, provider: string, 
   const shared = batch.payments.some((p) => p.provider === provider && p.paymentId === event.paymentId) ? paymentsOfBatch(batch, tx) : null;
   let current = shared ? (await shared.read).get(paymentKey(provider, event.paymentId)) : await readPayment(tx, key);
   if (!current) {
-    const created: Payment = { ...key, ...details, status: event.state, created_at: now, updated_at: now };
+    const created: PaymentRow = { ...key, ...details, status: event.state, metadata: metadataText(event.metadata), created_at: now, updated_at: now };
     if (shared) {
       shared.inserts.push(created);
-      return { applied: true, enriched: false, payment: created };
+      return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
     }
-    if (await insertPayments(tx, [created])) return { applied: true, enriched: false, payment: created };
+    if (await insertPayments(tx, [created])) return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
     // Created by another writer since the read: this event holds no lease on the payment.
     current = (await readPayment(tx, key))!;
   }
@@ -66,16 +76,43 @@ export async function advancePayment(tx: BusinessTransaction, provider: string, 
   const earlier = statesBefore(event.state);
   const applied = earlier.includes(current.status);
   const filled: Partial<Details> = Object.fromEntries(DETAILS.filter((column) => details[column] !== null && current[column] === null).map((column) => [column, details[column]]));
-  const enriched = Object.keys(filled).length > 0;
-  if (!applied && !enriched) return { applied, enriched, payment: current };
+  const metadata = addedMetadata(current.metadata, event.metadata);
+  const enriched = Object.keys(filled).length > 0 || metadata !== null;
+  if (!applied && !enriched) return { applied, enriched, previous: current.status, payment: toPayment(current) };
 
-  const update: PaymentUpdate = { ...key, state: applied ? event.state : null, earlier, filled, now };
+  const update: PaymentUpdate = { ...key, state: applied ? event.state : null, earlier, filled, metadata, now };
   if (shared) shared.updates.push(update);
   else await updatePayments(tx, [update]);
-  return { applied, enriched, payment: { ...current, ...filled, ...(applied ? { status: event.state } : {}), updated_at: now } };
+  const updated: PaymentRow = { ...current, ...filled, metadata: metadata?.to ?? current.metadata, ...(applied ? { status: event.state } : {}), updated_at: now };
+  return { applied, enriched, previous: current.status, payment: toPayment(updated) };
 }
 
-function readPayment(tx: BusinessTransaction, key: PaymentKey): Promise<Payment | undefined> {
+function metadataText(metadata: PaymentMetadata): string | null {
+  return Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata);
+}
+
+/** Reads stored metadata; text that is not a JSON object (written by hand, say) reads as none. */
+function storedMetadata(text: string | null): PaymentMetadata {
+  if (text === null) return {};
+  try {
+    return metadataOf(JSON.parse(text));
+  } catch {
+    return {};
+  }
+}
+
+/** The stored metadata with the keys it lacked added from the event's, or null when it lacks none. */
+function addedMetadata(stored: string | null, carried: PaymentMetadata): PaymentUpdate['metadata'] {
+  const current = storedMetadata(stored);
+  const added = Object.entries(carried).filter(([name]) => !Object.hasOwn(current, name));
+  return added.length === 0 ? null : { from: stored, to: JSON.stringify({ ...current, ...Object.fromEntries(added) }) };
+}
+
+function toPayment(row: PaymentRow): Payment {
+  return { ...row, metadata: storedMetadata(row.metadata) };
+}
+
+function readPayment(tx: BusinessTransaction, key: PaymentKey): Promise<PaymentRow | undefined> {
   return tx.selectFrom('payments').select(PAYMENT_COLUMNS).where('provider', '=', key.provider).where('payment_id', '=', key.payment_id).executeTakeFirst();
 }
 
@@ -111,6 +148,13 @@ async function updatePayments(tx: BusinessTransaction, updates: PaymentUpdate[])
             sql.ref(column),
           );
       }
+      // Compare-and-set on the text read: a key another writer added in between is never lost.
+      const merging = updates.filter((u): u is PaymentUpdate & { metadata: NonNullable<PaymentUpdate['metadata']> } => u.metadata !== null);
+      if (merging.length > 0)
+        set.metadata = caseWhen(
+          merging.map((u) => [eb.and([isPayment(u), u.metadata.from === null ? eb('metadata', 'is', null) : eb('metadata', '=', u.metadata.from)]), u.metadata.to]),
+          sql.ref('metadata'),
+        );
       return set;
     })
     .where(wherePayments(updates.map((u) => ({ provider: u.provider, paymentId: u.payment_id }))))
@@ -119,8 +163,8 @@ async function updatePayments(tx: BusinessTransaction, updates: PaymentUpdate[])
 
 /** The payments a completion batch holds the leases of: read by its first event, written at its commit. */
 interface BatchPayments {
-  read: Promise<Map<string, Payment>>;
-  inserts: Payment[];
+  read: Promise<Map<string, PaymentRow>>;
+  inserts: PaymentRow[];
   updates: PaymentUpdate[];
 }
 
@@ -136,7 +180,7 @@ const paymentsOfBatch = perBatch<BatchPayments>(
       .select(PAYMENT_COLUMNS)
       .where(wherePayments(batch.payments))
       .execute()
-      .then((found) => new Map(found.map((row): [string, Payment] => [paymentKey(row.provider, row.payment_id), row]))),
+      .then((found) => new Map(found.map((row): [string, PaymentRow] => [paymentKey(row.provider, row.payment_id), row]))),
     inserts: [],
     updates: [],
   }),

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { InboxError } from '../errors.js';
+import { inboxErrorAnswer } from './delivery-answer.js';
 
 interface ErrorBody {
   error: string;
@@ -15,8 +16,8 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
     // Refused deliveries are logged once, with their outcome and timing, by the webhook routes.
     if (error instanceof InboxError) {
-      if (error.statusCode === 503) void reply.header('retry-after', '5');
-      return reply.code(error.statusCode).send({ error: error.code, message: error.message } satisfies ErrorBody);
+      const answer = inboxErrorAnswer(error);
+      return reply.code(answer.status).headers(answer.headers).send(answer.body);
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {

@@ -27,7 +27,12 @@ export interface PaymentEvent {
   userId: string | null;
   courseId: string | null;
   email: string | null;
+  /** The merchant's own data on the payment, whole: Stripe `metadata`, Razorpay `notes`, PayU `udf1`-`udf5`. */
+  metadata: PaymentMetadata;
 }
+
+/** Key-value text a merchant attaches to a payment when it creates it. */
+export type PaymentMetadata = Record<string, string>;
 
 /** A verified event that changes no payment (disputes, partial refunds, unknown types). */
 export interface IgnoredEvent {
@@ -46,4 +51,18 @@ export function metadataString(value: unknown): string | null {
   if (typeof value === 'string') return value.trim() === '' ? null : value.trim();
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return null;
+}
+
+/**
+ * A provider's metadata object, whole: text as sent, numbers and booleans as text (providers send
+ * text, a hand-made test event may not), anything else (an array, a nested object) left out.
+ */
+export function metadataOf(value: unknown): PaymentMetadata {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const metadata: PaymentMetadata = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item === 'string') metadata[key] = item;
+    else if ((typeof item === 'number' && Number.isFinite(item)) || typeof item === 'boolean') metadata[key] = String(item);
+  }
+  return metadata;
 }

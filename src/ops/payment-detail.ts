@@ -1,8 +1,10 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { paymentEffectKeys } from '../domain/course-platform.js';
+import { paymentEffectKeys } from '../course-platform/handlers.js';
+import type { CoursePlatformTables, EnrollmentsTable, OrdersTable } from '../course-platform/schema.js';
+import type { InboxDatabase, PaymentsTable } from '../db/schema.js';
+import { paymentOrderingKey } from '../forwarding/forwarded-event.js';
 import { OutboxStore, type OutboxEntry } from '../outbox/outbox-store.js';
-import type { EnrollmentsTable, InboxDatabase, OrdersTable, PaymentsTable } from '../db/schema.js';
 import { OperationError } from './errors.js';
 import { findEvents, type EventRow } from './event-lookup.js';
 
@@ -28,17 +30,19 @@ export interface PaymentDetail {
   order: Selectable<OrdersTable> | null;
   /** What it granted (an enrollment passes to another payment of the same course when this one is refunded). */
   enrollments: Array<Selectable<EnrollmentsTable>>;
-  /** Its side effects: receipt, fulfilment request, cancellation. */
+  /** Its side effects: receipt, fulfilment request, cancellation, forwarded events. */
   outbox: OutboxEntry[];
 }
 
-export async function paymentDetail(db: Kysely<InboxDatabase>, clock: Clock, provider: string, paymentId: string): Promise<PaymentDetail> {
+/** `coursePlatform`: whether its tables are there to read (the course platform runs). */
+export async function paymentDetail(db: Kysely<InboxDatabase>, clock: Clock, provider: string, paymentId: string, coursePlatform: boolean): Promise<PaymentDetail> {
+  const course = db.withTables<CoursePlatformTables>();
   const [payment, order, enrollments, found, outbox] = await Promise.all([
     db.selectFrom('payments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst(),
-    db.selectFrom('orders').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst(),
-    db.selectFrom('enrollments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).orderBy('id').execute(),
+    coursePlatform ? course.selectFrom('orders').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst() : undefined,
+    coursePlatform ? course.selectFrom('enrollments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).orderBy('id').execute() : [],
     findEvents(db, { provider, payment: paymentId, limit: EVENTS_SHOWN }, 'oldest'),
-    new OutboxStore(db, clock).list({ keys: paymentEffectKeys(provider, paymentId), limit: EVENTS_SHOWN }),
+    new OutboxStore(db, clock).list({ keys: paymentEffectKeys(provider, paymentId), orderingKeys: [paymentOrderingKey(provider, paymentId)], limit: EVENTS_SHOWN }),
   ]);
   if (!payment && found.events.length === 0 && !order && enrollments.length === 0 && outbox.length === 0) {
     throw new OperationError(`no payment ${paymentId} from ${provider}: no event of it is stored (archived ones: "archive search --payment ${paymentId}")`, 'payment_not_found');

@@ -1,23 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/settings.js';
-import { COURSE_EFFECTS } from '../domain/course-platform.js';
 import { OutboxDispatcher } from './dispatcher.js';
-import { httpFulfilment } from './fulfilment-http.js';
 import type { OutboxStore } from './outbox-store.js';
-import { smtpReceipts } from './receipt-email.js';
-import { NotConfigured, type OutboxTransports } from './transport.js';
-
-/** The course platform's transports, as configured: a missing one skips its rows, visibly. */
-export function courseTransports(config: Config): OutboxTransports {
-  const { smtp, fulfilment, concurrency } = config.outbox;
-  const noFulfilment = new NotConfigured('FULFILLMENT_URL is not set');
-  return {
-    [COURSE_EFFECTS.receipt]: smtp ? smtpReceipts(smtp, concurrency) : new NotConfigured('SMTP_URL is not set'),
-    [COURSE_EFFECTS.fulfilment]: fulfilment ? httpFulfilment(fulfilment, 'fulfil') : noFulfilment,
-    [COURSE_EFFECTS.cancellation]: fulfilment ? httpFulfilment(fulfilment, 'cancel') : noFulfilment,
-  };
-}
+import type { OutboxTransports } from './transport.js';
 
 /** Rows a lane claims at a time, at most: a lane's chunk is claimed together, so fewer statements per row. */
 const MAX_CLAIM_AHEAD = 4;
@@ -29,13 +15,13 @@ const MAX_CLAIM_AHEAD = 4;
  */
 export function createOutboxDispatcher(
   config: Config,
-  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports?: OutboxTransports; eventsBehind?: () => boolean },
+  dependencies: { store: OutboxStore; clock: Clock; logger: Logger; owner: string; transports: OutboxTransports; eventsBehind?: () => boolean },
 ): OutboxDispatcher {
   const { processing, outbox } = config;
-  const transportTimeoutMs = Math.max(outbox.smtp?.timeoutMs ?? 0, outbox.fulfilment?.timeoutMs ?? 0);
+  const transportTimeoutMs = Math.max(0, ...Object.values(dependencies.transports).map((transport) => transport.timeoutMs ?? 0));
   return new OutboxDispatcher({
     store: dependencies.store,
-    transports: { ...courseTransports(config), ...dependencies.transports },
+    transports: dependencies.transports,
     owner: dependencies.owner,
     leaseMs: processing.leaseMs + transportTimeoutMs,
     retry: { maxAttempts: processing.maxAttempts, baseMs: processing.retryBaseMs, maxMs: processing.retryMaxMs },

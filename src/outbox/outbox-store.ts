@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { BatchAbandoned, Batcher } from '../db/batcher.js';
 import { caseById } from '../db/sql-case.js';
+import { storableKey } from './outbox-writer.js';
 import { claimsByOwner, heldBy, newLease, type ClaimRequest } from '../db/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type OutboxStatus, type OutboxTable } from '../db/schema.js';
 
@@ -46,8 +47,10 @@ export const RETRYABLE: OutboxStatus[] = ['failed', 'skipped'];
 export interface OutboxFilter {
   status?: OutboxStatus;
   kind?: string;
-  /** Rows under one of these idempotency keys. */
+  /** Rows under one of these idempotency keys, or (with `orderingKeys` too) in one of those orderings. */
   keys?: string[];
+  /** Rows in one of these orderings (a payment's forwarded events). */
+  orderingKeys?: string[];
   /** Rows whose idempotency key starts with one of these. */
   keyPrefixes?: string[];
   /** Written at or after. */
@@ -98,7 +101,8 @@ export class OutboxStore {
 
   /**
    * Rows due now, oldest first: pending ones whose time came and sending ones whose lease expired
-   * (takeover). A row whose dependency is still unfinished waits for it.
+   * (takeover). A row whose dependency is still unfinished waits for it, and so does a row while an
+   * earlier row of its ordering key is unfinished: one of a key in flight at a time, in order.
    */
   async dueIds(limit: number): Promise<number[]> {
     const rows = await this.db
@@ -108,6 +112,21 @@ export class OutboxStore {
       .where('row.status', 'in', UNFINISHED)
       .where('row.next_attempt_at', '<=', toDbTime(this.clock.now()))
       .where((eb) => eb.or([eb('dependency.id', 'is', null), eb('dependency.status', 'not in', UNFINISHED)]))
+      .where((eb) =>
+        eb.or([
+          eb('row.ordering_key', 'is', null),
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('outbox as earlier')
+                .select('earlier.id')
+                .whereRef('earlier.ordering_key', '=', 'row.ordering_key')
+                .whereRef('earlier.id', '<', 'row.id')
+                .where('earlier.status', 'in', UNFINISHED),
+            ),
+          ),
+        ]),
+      )
       .orderBy('row.next_attempt_at')
       .limit(limit)
       .execute();
@@ -237,8 +256,23 @@ export class OutboxStore {
     let query = this.db.selectFrom('outbox').selectAll().orderBy('id', 'desc').limit(filter.limit);
     if (filter.status) query = query.where('status', '=', filter.status);
     if (filter.kind) query = query.where('kind', '=', filter.kind);
-    const { keys, keyPrefixes } = filter;
-    if (keys) query = query.where('idempotency_key', 'in', keys);
+    const { keys, orderingKeys, keyPrefixes } = filter;
+    if (keys || orderingKeys) {
+      query = query.where((eb) =>
+        eb.or([
+          ...(keys ? [eb('idempotency_key', 'in', keys)] : []),
+          ...(orderingKeys
+            ? [
+                eb(
+                  'ordering_key',
+                  'in',
+                  orderingKeys.map((key) => storableKey(key)),
+                ),
+              ]
+            : []),
+        ]),
+      );
+    }
     if (keyPrefixes) query = query.where((eb) => eb.or(keyPrefixes.map((prefix) => eb('idempotency_key', 'like', `${prefix}%`))));
     if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
     if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));

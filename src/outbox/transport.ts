@@ -14,6 +14,11 @@ export interface Delivered {
  */
 export interface OutboxTransport {
   deliver(message: OutboxMessage): Promise<Delivered>;
+  /**
+   * The longest one delivery may take before the transport gives up on it (its timeout). The
+   * dispatcher's lease covers it, so that a delivery still allowed to run is never taken over.
+   */
+  readonly timeoutMs?: number;
   close?(): void;
 }
 

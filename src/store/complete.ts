@@ -74,9 +74,9 @@ export class TransactionBatch implements CompletionBatch {
  * State that the events of one completion batch build up together and that is written once, at the
  * batch's commit: made by the first event that asks for it, which also defers its write.
  */
-export function perBatch<T>(create: (batch: CompletionBatch, tx: BusinessTransaction) => T, write: (tx: BusinessTransaction, state: T) => Promise<void>) {
+export function perBatch<T, Tx = BusinessTransaction>(create: (batch: CompletionBatch, tx: Tx) => T, write: (tx: BusinessTransaction, state: T) => Promise<void>) {
   const states = new WeakMap<CompletionBatch, T>();
-  return (batch: CompletionBatch, tx: BusinessTransaction): T => {
+  return (batch: CompletionBatch, tx: Tx): T => {
     if (states.has(batch)) return states.get(batch)!;
     const state = create(batch, tx);
     states.set(batch, state);

@@ -4,6 +4,7 @@ import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
 import { migrateToLatest, pendingMigrations } from '../db/migrate.js';
+import type { DomainMigrations } from '../db/migrations.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import type { VerifiedEvent } from '../model/delivery.js';
 import { claimBatch } from './claim.js';
@@ -53,6 +54,8 @@ export class KyselyInboxStore implements InboxStore {
     private readonly storeBackend: StoreBackend,
     private readonly clock: Clock,
     private readonly url: string,
+    /** Those of the domains in use, applied with the inbox's own. */
+    private readonly domainMigrations: DomainMigrations,
   ) {
     this.backend = storeBackend.name;
     this.errors = new DatabaseErrors(storeBackend);
@@ -67,11 +70,11 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   migrate(): Promise<string[]> {
-    return this.errors.guard(() => migrateToLatest(this.db, this.storeBackend, this.url));
+    return this.errors.guard(() => migrateToLatest(this.db, this.storeBackend, this.url, this.domainMigrations));
   }
 
   pendingMigrations(): Promise<string[]> {
-    return this.errors.guard(() => pendingMigrations(this.db, this.storeBackend));
+    return this.errors.guard(() => pendingMigrations(this.db, this.storeBackend, this.domainMigrations));
   }
 
   async ping(): Promise<void> {

@@ -1,13 +1,17 @@
 import type { Clock } from '../clock.js';
 import { DEFAULT_RECORD_CONNECTIONS } from '../config/load.js';
+import { NO_DOMAIN_MIGRATIONS, type DomainMigrations } from '../db/migrations.js';
 import { backendFor } from '../db/open-database.js';
 import { KyselyInboxStore } from './kysely-store.js';
 import type { InboxStore } from './inbox-store.js';
 
-/** Chooses the store backend once, from the DATABASE_URL scheme (validated by config/database-url.ts). */
-export function openStore(url: string, options: { poolSize: number; recordConnections?: number; clock: Clock }): InboxStore {
+/**
+ * Chooses the store backend once, from the DATABASE_URL scheme (validated by config/database-url.ts).
+ * `migrations`: those of the domains in use, applied with the inbox's own.
+ */
+export function openStore(url: string, options: { poolSize: number; recordConnections?: number; clock: Clock; migrations?: DomainMigrations }): InboxStore {
   const backend = backendFor(url);
   const recordBatches = Math.min(options.recordConnections ?? DEFAULT_RECORD_CONNECTIONS, backend.maxConcurrentBatches);
   const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true });
-  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, recordBatches, backend, options.clock, url);
+  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, recordBatches, backend, options.clock, url, options.migrations ?? NO_DOMAIN_MIGRATIONS);
 }

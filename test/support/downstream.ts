@@ -1,13 +1,13 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
 /**
  * The downstream systems the outbox talks to, as real servers on loopback: an SMTP server that keeps
- * every accepted message, and a fulfilment API that deduplicates by Idempotency-Key the way a
- * well-behaved receiver does. Tests script their failures.
+ * every accepted message, and an HTTP service (a fulfilment API, the target of forwarded events) that
+ * deduplicates by key the way a well-behaved receiver does. Tests script their failures.
  */
 
 export interface ReceivedMail {
@@ -90,17 +90,29 @@ export async function startSmtpServer(): Promise<SmtpDownstream> {
   return downstream;
 }
 
-export interface FulfilmentCall {
+export interface HttpCall {
+  /** Idempotency-Key, or for a Standard Webhooks delivery its webhook-id. */
   key: string | undefined;
+  headers: IncomingHttpHeaders;
+  /** The body as sent, byte for byte (signatures are over it). */
+  text: string;
   body: Record<string, unknown>;
+  path: string;
+  /** When the call arrived and when it was answered (performance.now()); no answer yet: undefined. */
+  startedAt: number;
+  answeredAt?: number;
 }
 
-/** The answer to a call: a status (and body), or `hang` (no answer until the server closes). */
-export type FulfilmentAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | 'hang';
+/**
+ * The answer to a call: a status (and body, headers), after `delayMs` if given; or `hang` (no answer
+ * until the server closes).
+ */
+export type HttpAnswer = { status: number; body?: unknown; headers?: Record<string, string>; delayMs?: number } | 'hang';
 
-export interface FulfilmentDownstream {
+export interface HttpDownstream {
+  /** The URL to configure (its path is /fulfilments, or the one asked for). */
   url: string;
-  calls: FulfilmentCall[];
+  calls: HttpCall[];
   /** Keys whose work was done: a later call with one of them answers 409. */
   done: Set<string>;
   /**
@@ -108,14 +120,18 @@ export interface FulfilmentDownstream {
    * 200 and remember the key, or 409 when the key was done already. A hung call does the work first:
    * only its answer is lost.
    */
-  script: (call: FulfilmentCall, index: number) => FulfilmentAnswer | undefined;
+  script: (call: HttpCall, index: number) => HttpAnswer | undefined;
   distinctKeys(): Set<string>;
   close(): Promise<void>;
 }
 
-export async function startFulfilmentServer(): Promise<FulfilmentDownstream> {
+/**
+ * An HTTP service on loopback that records every call: a fulfilment API (Idempotency-Key), or the
+ * team's own service that forwarded events are delivered to (webhook-id).
+ */
+export async function startHttpDownstream(path = '/fulfilments'): Promise<HttpDownstream> {
   const hung: ServerResponse[] = [];
-  const downstream: FulfilmentDownstream = {
+  const downstream: HttpDownstream = {
     url: '',
     calls: [],
     done: new Set(),
@@ -128,10 +144,18 @@ export async function startFulfilmentServer(): Promise<FulfilmentDownstream> {
     },
   };
   const respond = async (request: IncomingMessage, response: ServerResponse) => {
+    const startedAt = performance.now();
     let text = '';
     for await (const chunk of request) text += chunk;
-    const header = request.headers['idempotency-key'];
-    const call: FulfilmentCall = { key: Array.isArray(header) ? header[0] : header, body: JSON.parse(text) as Record<string, unknown> };
+    const header = request.headers['idempotency-key'] ?? request.headers['webhook-id'];
+    const call: HttpCall = {
+      key: Array.isArray(header) ? header[0] : header,
+      headers: request.headers,
+      text,
+      body: JSON.parse(text) as Record<string, unknown>,
+      path: request.url ?? '',
+      startedAt,
+    };
     downstream.calls.push(call);
     const scripted = downstream.script(call, downstream.calls.length - 1);
     if (scripted === 'hang') {
@@ -140,13 +164,15 @@ export async function startFulfilmentServer(): Promise<FulfilmentDownstream> {
       return;
     }
     const answer = scripted ?? (call.key && downstream.done.has(call.key) ? { status: 409, body: { error: 'already processed' } } : { status: 200, body: { ok: true } });
+    if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     if (answer.status >= 200 && answer.status < 300 && call.key) downstream.done.add(call.key);
+    call.answeredAt = performance.now();
     response.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
     response.end(JSON.stringify(answer.body ?? {}));
   };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => void respond(request, response));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  downstream.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/fulfilments`;
+  downstream.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}`;
   return downstream;
 }

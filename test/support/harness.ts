@@ -5,6 +5,7 @@ import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { type Config } from '../../src/config/settings.js';
 import type { Inbox } from '../../src/inbox.js';
+import type { CoursePlatformDatabase, CoursePlatformTables } from '../../src/course-platform/schema.js';
 import type { InboxDatabase } from '../../src/db/schema.js';
 import { TEST_SECRETS, type Delivery } from './signing.js';
 
@@ -21,8 +22,9 @@ export class TestClock implements Clock {
   }
 }
 
-/** Rows a Stripe payment produced in each business table: the "exactly one effect" count. */
-export async function paymentEffects(db: Kysely<InboxDatabase>, paymentId: string) {
+/** Rows a Stripe payment produced in each business table (the course platform's): the "exactly one effect" count. */
+export async function paymentEffects(inboxDb: Kysely<InboxDatabase>, paymentId: string) {
+  const db = inboxDb.withTables<CoursePlatformTables>();
   const count = async (table: 'payments' | 'orders' | 'enrollments') => (await db.selectFrom(table).select('id').where('payment_id', '=', paymentId).execute()).length;
   const receipts = await db.selectFrom('outbox').select('id').where('idempotency_key', '=', `receipt:stripe:${paymentId}`).execute();
   return { payments: await count('payments'), orders: await count('orders'), enrollments: await count('enrollments'), receipts: receipts.length };
@@ -79,6 +81,11 @@ export class Harness {
     return this.inbox.store.db;
   }
 
+  /** The inbox's tables and the course platform's, which the service runs by default. */
+  get courseDb(): Kysely<CoursePlatformDatabase> {
+    return this.db.withTables<CoursePlatformTables>();
+  }
+
   async post(delivery: Delivery, path = `/webhooks/${delivery.provider}`): Promise<Response> {
     return this.request('POST', path, delivery.headers, delivery.body);
   }
@@ -97,18 +104,18 @@ export class Harness {
     await this.waitFor(`${count} processed events`, async () => (await this.countRows('webhook_events', 'processed')) >= count, timeoutMs);
   }
 
-  async countRows(table: keyof InboxDatabase, status?: string): Promise<number> {
-    let query = this.db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n'));
+  async countRows(table: keyof CoursePlatformDatabase, status?: string): Promise<number> {
+    let query = this.courseDb.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n'));
     if (status !== undefined) query = query.where('status', '=', status as never);
     const row = await query.executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
   /** Row counts of every table, for "nothing was written" and "exactly one effect" assertions. */
-  async allCounts(): Promise<Record<keyof InboxDatabase, number>> {
-    const tables: Array<keyof InboxDatabase> = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox'];
+  async allCounts(): Promise<Record<keyof CoursePlatformDatabase, number>> {
+    const tables: Array<keyof CoursePlatformDatabase> = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox'];
     const counts = await Promise.all(tables.map((table) => this.countRows(table)));
-    return Object.fromEntries(tables.map((table, i) => [table, counts[i]])) as Record<keyof InboxDatabase, number>;
+    return Object.fromEntries(tables.map((table, i) => [table, counts[i]])) as Record<keyof CoursePlatformDatabase, number>;
   }
 
   async close(): Promise<void> {

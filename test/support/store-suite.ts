@@ -1,8 +1,9 @@
 import { after, before, describe } from 'node:test';
+import { composeDomains, type PaymentDomain } from '../../src/extension/payment-domain.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';
-import { TestClock } from './harness.js';
+import { TestClock, testConfig } from './harness.js';
 
 /** What a suite over one store sees: set before its tests run. */
 export interface StoreSuite {
@@ -16,9 +17,16 @@ export interface StoreSuite {
 
 /**
  * `describe(title (backend))` once per store backend, each on a database of its own with a migrated
- * store on a test clock; the store is closed and the database dropped after the suite.
+ * store on a test clock; the store is closed and the database dropped after the suite. `domains`:
+ * whose tables the store has besides the inbox's own (the course platform's, say).
  */
-export async function describeEachStore(title: string, body: (suite: StoreSuite) => void): Promise<void> {
+export async function describeEachStore(title: string, body: (suite: StoreSuite) => void): Promise<void>;
+export async function describeEachStore(title: string, options: { domains: PaymentDomain[] }, body: (suite: StoreSuite) => void): Promise<void>;
+export async function describeEachStore(
+  title: string,
+  ...[first, second]: [(suite: StoreSuite) => void] | [{ domains: PaymentDomain[] }, (suite: StoreSuite) => void]
+): Promise<void> {
+  const [options, body] = second === undefined ? [{ domains: [] }, first as (suite: StoreSuite) => void] : [first as { domains: PaymentDomain[] }, second];
   const databases = await createTestDatabases();
   for (const backend of STORE_BACKENDS) {
     const database = databases[backend];
@@ -26,7 +34,8 @@ export async function describeEachStore(title: string, body: (suite: StoreSuite)
       const suite = { backend, clock: new TestClock() } as StoreSuite;
       before(async () => {
         suite.database = database as TestDatabase;
-        suite.store = openStore(suite.database.url, { poolSize: 4, clock: suite.clock });
+        const { migrations } = composeDomains(testConfig(suite.database.url), options.domains);
+        suite.store = openStore(suite.database.url, { poolSize: 4, clock: suite.clock, migrations });
         suite.migrated = await suite.store.migrate();
       });
       after(async () => {

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { Config } from '../../config/settings.js';
-import { paymentEffectKeys } from '../../domain/course-platform.js';
+import { paymentEffectKeys } from '../../course-platform/handlers.js';
+import { paymentOrderingKey } from '../../forwarding/forwarded-event.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry, type OutboxFilter } from '../../outbox/outbox-store.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import type { OutboxStatus } from '../../db/schema.js';
@@ -27,13 +28,15 @@ export const OUTBOX_COLUMNS: Array<Column<OutboxEntry>> = [
 ];
 
 /**
- * The course platform's rows of one payment (its receipt, fulfilment and cancellation keys), or of
- * every payment of a provider (the keys' prefixes).
+ * The rows of one payment (the course platform's receipt, fulfilment and cancellation keys, and its
+ * forwarded events), or of every payment of a provider (the keys' prefixes).
  */
-function paymentKeys({ provider, payment }: ListingFlags): Pick<OutboxFilter, 'keys' | 'keyPrefixes'> {
+function paymentKeys({ provider, payment }: ListingFlags): Pick<OutboxFilter, 'keys' | 'orderingKeys' | 'keyPrefixes'> {
   const providers = provider ? [provider] : PROVIDER_NAMES;
-  if (payment !== undefined) return { keys: providers.flatMap((name) => paymentEffectKeys(name, payment)) };
-  return provider ? { keyPrefixes: paymentEffectKeys(provider, '') } : {};
+  if (payment !== undefined) {
+    return { keys: providers.flatMap((name) => paymentEffectKeys(name, payment)), orderingKeys: providers.map((name) => paymentOrderingKey(name, payment)) };
+  }
+  return provider ? { keyPrefixes: [...paymentEffectKeys(provider, ''), `forward:${provider}:`] } : {};
 }
 
 /**

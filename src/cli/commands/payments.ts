@@ -16,7 +16,8 @@ export function registerPaymentsCommands(program: Command): void {
     .argument('<payment-id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU txnid)")
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
-      const detail = await withInbox(configOrExit().config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId));
+      const { config } = configOrExit();
+      const detail = await withInbox(config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
       if (options.json) return printJson(detail);
       const { payment, order } = detail;
       printFields({

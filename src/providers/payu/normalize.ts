@@ -28,6 +28,9 @@ function stateOf(status: string): PaymentState | null {
   }
 }
 
+/** The merchant's own fields of a PayU transaction (covered by the reverse hash). */
+const UDF_FIELDS = ['udf1', 'udf2', 'udf3', 'udf4', 'udf5'];
+
 /**
  * PayU callbacks -> payment states. The payment is the merchant's transaction (`txnid`, hashed); each
  * attempt's `mihpayid` is not hashed and stays in the payload as information (refunds, API calls).
@@ -47,5 +50,6 @@ export const payuToCanonical: Normalizer = ({ payload }) => {
     userId: metadataString(payload.udf1),
     courseId: metadataString(payload.udf2),
     email: metadataString(payload.email),
+    metadata: Object.fromEntries(UDF_FIELDS.map((name): [string, string] => [name, field(name)]).filter(([, value]) => value !== '')),
   };
 };

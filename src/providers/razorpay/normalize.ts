@@ -1,4 +1,4 @@
-import { ignored, metadataString, type PaymentState } from '../../model/payment-event.js';
+import { ignored, metadataOf, metadataString, type PaymentState } from '../../model/payment-event.js';
 import { integerAt, path, stringAt } from '../payload.js';
 import { isRecord } from '../../model/json.js';
 import type { Normalizer } from '../provider.js';
@@ -34,5 +34,6 @@ export const razorpayToCanonical: Normalizer = ({ eventType, payload }) => {
     userId: metadataString(path(payment, 'notes', 'user_id')),
     courseId: metadataString(path(payment, 'notes', 'course_id')),
     email: stringAt(payment, 'email'),
+    metadata: metadataOf(path(payment, 'notes')),
   };
 };

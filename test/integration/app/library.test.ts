@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { coursePlatform, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type OutboxTransports, type PaymentHandlers } from '../../../src/index.js';
+import {
+  answerDelivery,
+  coursePlatform,
+  createInbox,
+  installErrorHandling,
+  PermanentError,
+  webhookRoutes,
+  type Inbox,
+  type OutboxTransports,
+  type PaymentHandlers,
+} from '../../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { testConfig, waitFor } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -18,12 +28,10 @@ for (const backend of STORE_BACKENDS) {
     // The host's own business: a CRM update per captured payment, next to the reference effects,
     // delivered by the host's own outbox transport; and a course that cannot be sold (a permanent failure).
     const handlers: PaymentHandlers = {
-      ...coursePlatform,
       captured: [
         async ({ payment }) => {
           if (payment.course_id === 'retired_course') throw new PermanentError('course retired');
         },
-        ...coursePlatform.captured!,
         async ({ tx, payment, now }) => {
           await tx
             .insertInto('outbox')
@@ -54,7 +62,7 @@ for (const backend of STORE_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       const config = testConfig(db.url);
-      inbox = createInbox(config, { handlers, transports });
+      inbox = createInbox(config, { domains: [coursePlatform], handlers, transports });
       await inbox.store.migrate();
       inbox.start();
       host = Fastify();
@@ -107,6 +115,18 @@ for (const backend of STORE_BACKENDS) {
       assert.match(state.lastError ?? '', /course retired/);
       const payments = await inbox.store.db.selectFrom('payments').select('id').where('payment_id', '=', 'pi_lib_2').execute();
       assert.equal(payments.length, 0, 'the payment update rolled back with the failure');
+    });
+
+    test('answerDelivery answers a raw delivery for any other server: 200, or the status and code of the refusal', async () => {
+      const delivery = stripeDelivery(stripePaymentEvent('evt_lib_answer', 'payment_intent.succeeded', 'pi_lib_answer', { courseId: 'course_lib' }));
+      const received = await answerDelivery(inbox, 'stripe', { headers: delivery.headers, body: Buffer.from(delivery.body) });
+      assert.deepEqual(received, { status: 200, headers: {}, body: { received: true, outcome: 'recorded', provider: 'stripe', eventId: 'evt_lib_answer' } });
+      const again = await answerDelivery(inbox, 'stripe', { headers: delivery.headers, body: Buffer.from(delivery.body) });
+      assert.equal(again.body.outcome, 'duplicate');
+      const forged = await answerDelivery(inbox, 'stripe', { headers: { ...delivery.headers, 'stripe-signature': 't=1,v1=00' }, body: Buffer.from(delivery.body) });
+      assert.deepEqual([forged.status, forged.body.error], [401, 'invalid_signature']);
+      const unknown = await answerDelivery(inbox, 'paypal', { headers: {}, body: Buffer.alloc(0) });
+      assert.deepEqual([unknown.status, unknown.body.error], [404, 'unknown_provider']);
     });
 
     test("the host's own routes keep their JSON parsing", async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import type { CoursePlatformTables } from '../../../src/course-platform/schema.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { systemClock } from '../../../src/clock.js';
 import { exitOf, runCli as run } from '../../support/cli.js';
@@ -78,7 +79,7 @@ for (const backend of STORE_BACKENDS) {
         assert.equal(await exitOf(second.child), 0);
 
         assert.equal((await store.findEvent('stripe', `evt_cli_${backend}`))?.attempts, 1, 'processed once across the restart');
-        const orders = await store.db.selectFrom('orders').select('id').where('payment_id', '=', paymentId).execute();
+        const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('id').where('payment_id', '=', paymentId).execute();
         assert.equal(orders.length, 1);
       } finally {
         await store.close();

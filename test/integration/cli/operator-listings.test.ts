@@ -50,7 +50,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a payment: its state, its events in order, its order, enrollment and outbox rows', async () => {
-      const detail = await paymentDetail(server.db, server.clock, 'stripe', 'pi_story');
+      const detail = await paymentDetail(server.db, server.clock, 'stripe', 'pi_story', true);
       assert.equal(detail.payment?.status, 'refunded');
       assert.deepEqual(
         detail.events.map((e) => [e.event_id, e.event_type, e.status]),
@@ -73,7 +73,7 @@ for (const backend of STORE_BACKENDS) {
           ['fulfilment-cancel:stripe:pi_story', 'skipped'],
         ],
       );
-      await assert.rejects(paymentDetail(server.db, server.clock, 'stripe', 'pi_never_seen'), /no payment pi_never_seen from stripe/);
+      await assert.rejects(paymentDetail(server.db, server.clock, 'stripe', 'pi_never_seen', true), /no payment pi_never_seen from stripe/);
     });
 
     // The commands' wiring is the same over both stores: checked once.

@@ -40,9 +40,9 @@ function razorpayLifecycle(paymentId: string, order: readonly string[]): Deliver
 async function assertRefundedWithoutAccess(harness: Harness, provider: string, paymentId: string, capturedBeforeRefund: boolean) {
   const payment = await harness.db.selectFrom('payments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
   assert.equal(payment.status, 'refunded', paymentId);
-  const enrollments = await harness.db.selectFrom('enrollments').selectAll().where('user_id', '=', `u_${paymentId}`).execute();
+  const enrollments = await harness.courseDb.selectFrom('enrollments').selectAll().where('user_id', '=', `u_${paymentId}`).execute();
   assert.equal(enrollments.filter((e) => e.status === 'active').length, 0, `${paymentId}: no active enrollment`);
-  const orders = await harness.db.selectFrom('orders').selectAll().where('payment_id', '=', paymentId).execute();
+  const orders = await harness.courseDb.selectFrom('orders').selectAll().where('payment_id', '=', paymentId).execute();
   assert.ok(orders.length <= 1 && orders.every((o) => o.status === 'refunded'), `${paymentId}: any order is marked refunded`);
   if (capturedBeforeRefund) {
     assert.equal(enrollments.length, 1, `${paymentId}: the capture granted access before the refund revoked it`);
@@ -126,7 +126,7 @@ for (const backend of STORE_BACKENDS) {
       for (const n of orders.keys()) {
         const payment = await harness.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_conc_${n}`).executeTakeFirstOrThrow();
         assert.equal(payment.status, 'refunded');
-        const active = await harness.db.selectFrom('enrollments').select('id').where('user_id', '=', `u_pi_conc_${n}`).where('status', '=', 'active').execute();
+        const active = await harness.courseDb.selectFrom('enrollments').select('id').where('user_id', '=', `u_pi_conc_${n}`).where('status', '=', 'active').execute();
         assert.equal(active.length, 0);
       }
       const failed = await harness.countRows('webhook_events', 'failed');

@@ -91,7 +91,7 @@ for (const backend of STORE_BACKENDS) {
       });
       const json: Delivery = { provider: 'payu', headers: { 'content-type': 'application/json' }, body: JSON.stringify(Object.fromEntries(new URLSearchParams(form.body))) };
       assert.match((await deliverAndProcess(json, 'T9000001:success'))!, /^applied: payment T9000001 captured/);
-      const enrollment = await harness.db.selectFrom('enrollments').selectAll().where('user_id', '=', 'user_json').executeTakeFirstOrThrow();
+      const enrollment = await harness.courseDb.selectFrom('enrollments').selectAll().where('user_id', '=', 'user_json').executeTakeFirstOrThrow();
       assert.equal(enrollment.status, 'active');
     });
 
@@ -107,7 +107,7 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(await harness.allCounts(), before);
       const state = await harness.inbox.store.findEvent('stripe', 'evt_seq_dup');
       assert.equal(state?.attempts, 1);
-      const orders = await harness.db.selectFrom('orders').selectAll().where('payment_id', '=', 'pi_seq_dup').execute();
+      const orders = await harness.courseDb.selectFrom('orders').selectAll().where('payment_id', '=', 'pi_seq_dup').execute();
       assert.equal(orders.length, 1);
     });
 

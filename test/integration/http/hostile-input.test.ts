@@ -308,7 +308,7 @@ for (const backend of STORE_BACKENDS) {
       await harness.waitFor('the callback processed', async () => (await eventRow('payu', `${txnid}:success`))?.status === 'processed');
       const payments = await harness.db.selectFrom('payments').select(['payment_id', 'status']).where('provider', '=', 'payu').where('payment_id', '=', txnid).execute();
       assert.deepEqual(payments, [{ payment_id: txnid, status: 'captured' }], 'the state comes from status, never from unmappedstatus');
-      assert.equal((await harness.db.selectFrom('orders').select('id').where('payment_id', '=', txnid).execute()).length, 1);
+      assert.equal((await harness.courseDb.selectFrom('orders').select('id').where('payment_id', '=', txnid).execute()).length, 1);
       const effects = await harness.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', `%:payu:${txnid}`).orderBy('idempotency_key').execute();
       assert.deepEqual(
         effects.map((e) => e.idempotency_key),

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import type { PaymentHandlers } from '../../../src/domain/applier.js';
 import { simulateEvent } from '../../../src/ops/simulator/simulated-events.js';
 import { sendEvent } from '../../../src/ops/simulator/send.js';
@@ -39,7 +40,8 @@ describe('the cause of an error is kept where the error is stored, logged and pr
       database.url,
       // Retries far apart: each row and event keeps its first failure for the test to read.
       { FULFILLMENT_URL: `http://127.0.0.1:${closedPort}/orders`, RETRY_BASE_SECONDS: '600', SWEEP_INTERVAL_MS: '50' },
-      { logger, handlers: catalogueDown },
+      // The course platform brings the fulfilment transport; the handler fails every capture.
+      { logger, domains: [coursePlatform], handlers: catalogueDown },
     );
     await server.post(stripeDelivery(stripePaymentEvent('evt_catalogue_down', 'payment_intent.succeeded', 'pi_catalogue_down')));
   });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createInbox } from '../../../src/app.js';
-import { coursePlatform } from '../../../src/domain/course-platform.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import type { PaymentHandlers } from '../../../src/domain/applier.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { findEvents } from '../../../src/ops/event-lookup.js';
@@ -18,16 +18,14 @@ const EVENTS = 12;
 function outageHandlers() {
   const state = { failing: true, captured: 0 };
   const handlers: PaymentHandlers = {
-    ...coursePlatform,
     captured: [
       async () => {
         if (state.failing) throw new Error('fulfilment backend down (test)');
         state.captured++;
       },
-      ...coursePlatform.captured!,
     ],
   };
-  return { state, handlers };
+  return { state, options: { domains: [coursePlatform], handlers } };
 }
 
 function replayerOf(inbox: Inbox): Replayer {
@@ -40,15 +38,15 @@ for (const backend of STORE_BACKENDS) {
     let db: TestDatabase;
     let service: Harness;
     let operators: Inbox[];
-    const { state, handlers } = outageHandlers();
+    const { state, options } = outageHandlers();
     // One attempt, so a failure stays failed for an operator (no automatic retry).
     const env = { MAX_ATTEMPTS: '1' };
 
     before(async () => {
       db = database as TestDatabase;
-      service = await Harness.start(db.url, env, { handlers });
+      service = await Harness.start(db.url, env, options);
       // Two operators' processes: each its own pool of connections and its own lease owner.
-      operators = [createInbox(testConfig(db.url, env), { handlers }), createInbox(testConfig(db.url, env), { handlers })];
+      operators = [createInbox(testConfig(db.url, env), options), createInbox(testConfig(db.url, env), options)];
     });
     after(async () => {
       await service?.close();

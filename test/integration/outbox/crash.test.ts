@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
+import { courseTransports } from '../../../src/course-platform/course-platform.js';
 import { createOutboxDispatcher } from '../../../src/outbox/open-outbox.js';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { openStore } from '../../../src/store/open-store.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { exitOf, runCli, type CliProcess } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
-import { startFulfilmentServer, startSmtpServer, type FulfilmentDownstream, type SmtpDownstream } from '../../support/downstream.js';
+import { startHttpDownstream, startSmtpServer, type HttpDownstream, type SmtpDownstream } from '../../support/downstream.js';
 import { TestClock, testConfig, waitFor } from '../../support/harness.js';
 import { stripePaymentEvent, TEST_SECRETS } from '../../support/signing.js';
 
@@ -25,7 +26,7 @@ for (const backend of STORE_BACKENDS) {
   describe(`outbox dispatcher killed between the downstream call and marking it sent (${backend})`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
     let smtp: SmtpDownstream;
-    let fulfilment: FulfilmentDownstream;
+    let fulfilment: HttpDownstream;
     let store: InboxStore;
     let child: CliProcess | undefined;
     const clock = new TestClock();
@@ -43,7 +44,7 @@ for (const backend of STORE_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       smtp = await startSmtpServer();
-      fulfilment = await startFulfilmentServer();
+      fulfilment = await startHttpDownstream();
       store = openStore(db.url, { poolSize: 2, clock });
       await store.migrate();
     });
@@ -84,7 +85,13 @@ for (const backend of STORE_BACKENDS) {
 
       // The successor: another dispatcher on the same database, once the dead one's lease has run out.
       const config = testConfig(db.url, env());
-      const successor = createOutboxDispatcher(config, { store: new OutboxStore(store.db, clock), clock, logger: pino({ level: 'silent' }), owner: 'successor' });
+      const successor = createOutboxDispatcher(config, {
+        store: new OutboxStore(store.db, clock),
+        clock,
+        logger: pino({ level: 'silent' }),
+        owner: 'successor',
+        transports: courseTransports(config),
+      });
       assert.equal((await successor.runOnce()).due, 0, 'nothing is taken over while the lease lasts');
       clock.advance(config.processing.leaseMs + TRANSPORT_TIMEOUT_MS + 1);
       const counts = await successor.runOnce();

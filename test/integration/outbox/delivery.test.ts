@@ -7,7 +7,7 @@ import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import type { OutboxStatus } from '../../../src/db/schema.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
-import { startFulfilmentServer, startSmtpServer, type FulfilmentDownstream, type SmtpDownstream } from '../../support/downstream.js';
+import { startHttpDownstream, startSmtpServer, type HttpDownstream, type SmtpDownstream } from '../../support/downstream.js';
 import { Harness, testConfig, waitFor } from '../../support/harness.js';
 import { metricValue } from '../../support/metrics.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -38,14 +38,14 @@ for (const backend of STORE_BACKENDS) {
   describe(`outbox delivery to real SMTP and HTTP servers (${backend})`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
     let smtp: SmtpDownstream;
-    let fulfilment: FulfilmentDownstream;
+    let fulfilment: HttpDownstream;
     let server: Harness;
     let outbox: OutboxStore;
 
     before(async () => {
       db = database as TestDatabase;
       smtp = await startSmtpServer();
-      fulfilment = await startFulfilmentServer();
+      fulfilment = await startHttpDownstream();
       server = await Harness.start(db.url, {
         SMTP_URL: smtp.url,
         MAIL_FROM,

@@ -18,7 +18,7 @@ await describeEachStore('outbox store', (suite) => {
     outbox = new OutboxStore(store.db, clock);
   });
 
-  async function addRow(key: string, dependsOn: string | null = null): Promise<number> {
+  async function addRow(key: string, dependsOn: string | null = null, orderingKey: string | null = null): Promise<number> {
     const now = toDbTime(clock.now());
     await store.db
       .insertInto('outbox')
@@ -31,6 +31,7 @@ await describeEachStore('outbox store', (suite) => {
         next_attempt_at: now,
         created_at: now,
         depends_on_key: dependsOn,
+        ordering_key: orderingKey,
       })
       .execute();
     return (await store.db.selectFrom('outbox').select('id').where('idempotency_key', '=', key).executeTakeFirstOrThrow()).id;
@@ -177,5 +178,32 @@ await describeEachStore('outbox store', (suite) => {
     const finished = await Promise.all([outbox.finish(lease, 'sent', 'first'), outbox.finish(lease, 'sent', 'second')]);
     assert.deepEqual(finished.sort(), [false, true]);
     assert.equal((await outbox.find(id))?.status, 'sent');
+  });
+
+  test('rows of one ordering key are due one at a time, in the order written: a retry holds the next back, a final row lets it go', async () => {
+    const first = await addRow('ordered:a1', null, 'order:a');
+    const second = await addRow('ordered:a2', null, 'order:a');
+    const third = await addRow('ordered:a3', null, 'order:a');
+    const other = await addRow('ordered:b1', null, 'order:b');
+    const due = async () => (await outbox.dueIds(100)).filter((id) => [first, second, third, other].includes(id));
+    assert.deepEqual((await due()).sort(), [first, other].sort(), 'the first of each key');
+
+    const claimed = await outbox.claim(first, 'dispatcher', LEASE_MS);
+    assert.ok(claimed);
+    assert.deepEqual(await due(), [other], 'not the next one while the first is being sent');
+    assert.equal(await outbox.fail(claimed.lease, 'HTTP 503', new Date(clock.now().getTime() + 60_000)), true);
+    assert.deepEqual(await due(), [other], 'nor while the first waits for its retry');
+
+    clock.advance(60_001);
+    const retried = await outbox.claim(first, 'dispatcher', LEASE_MS);
+    assert.ok(retried);
+    assert.equal(await outbox.fail(retried.lease, 'HTTP 400', null), true);
+    assert.deepEqual((await due()).sort(), [second, other].sort(), 'a row failed for good lets the next one go');
+    const next = await outbox.claim(second, 'dispatcher', LEASE_MS);
+    assert.ok(next);
+    assert.equal(await outbox.finish(next.lease, 'sent', 'HTTP 200'), true);
+    assert.deepEqual((await due()).sort(), [third, other].sort());
+    // Gone again: the suite's other tests count rows by status.
+    await store.db.deleteFrom('outbox').where('idempotency_key', 'like', 'ordered:%').execute();
   });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { coursePlatform } from '../../../src/domain/course-platform.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import type { PaymentHandlers } from '../../../src/domain/applier.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness, paymentEffects } from '../../support/harness.js';
@@ -13,7 +13,6 @@ const cases = await Promise.all(STORE_BACKENDS.flatMap((backend) => MODES.map(as
 function countingHandlers() {
   const counter = { captured: 0, failNext: 0 };
   const handlers: PaymentHandlers = {
-    ...coursePlatform,
     captured: [
       async () => {
         if (counter.failNext > 0) {
@@ -22,23 +21,22 @@ function countingHandlers() {
         }
         counter.captured++;
       },
-      ...coursePlatform.captured!,
     ],
   };
-  return { counter, handlers };
+  return { counter, options: { domains: [coursePlatform], handlers } };
 }
 
 for (const { backend, mode, database } of cases) {
   describe(`exactly once under concurrent duplicates (${backend}, ${mode} mode, two servers on one database)`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
     let servers: Harness[];
-    const { counter, handlers } = countingHandlers();
+    const { counter, options } = countingHandlers();
 
     before(async () => {
       db = database as TestDatabase;
       const env = { PROCESSING_MODE: mode, RETRY_BASE_SECONDS: '600', RETRY_MAX_SECONDS: '600' };
       // Two inboxes with their own worker pools and sweepers: duplicates race for real on the claim.
-      servers = [await Harness.start(db.url, env, { handlers }), await Harness.start(db.url, env, { handlers })];
+      servers = [await Harness.start(db.url, env, options), await Harness.start(db.url, env, options)];
     });
     after(async () => {
       for (const server of servers ?? []) await server.close();

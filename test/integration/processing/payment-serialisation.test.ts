@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { systemClock, type Clock } from '../../../src/clock.js';
-import { coursePlatform } from '../../../src/domain/course-platform.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import { paymentApplier, type EventApplier } from '../../../src/domain/applier.js';
 import { ProviderRegistry } from '../../../src/providers/registry.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -26,7 +26,7 @@ function observingApplier(clock: Clock, delayMs = 25) {
   const running = new Map<string, number>();
   const seen = { perPayment: 0, overall: 0, active: 0, attempts: 0 };
   const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
-  const apply = paymentApplier({ toCanonical: providers.toCanonical, handlers: coursePlatform, clock });
+  const apply = paymentApplier({ toCanonical: providers.toCanonical, handlers: coursePlatform.handlers!, clock });
   const observed: EventApplier = async (tx, event, signal, batch) => {
     const payment = event.eventId.split('_')[2]!;
     const now = (running.get(payment) ?? 0) + 1;
@@ -55,7 +55,7 @@ describe('events of one payment never run at the same time; different payments d
     db = database as TestDatabase;
     // Two inboxes, each with its own pool and sweeper: only the database keeps them apart.
     const env = { WORKER_CONCURRENCY: '8' };
-    servers = [await Harness.start(db.url, env, { apply }), await Harness.start(db.url, env, { apply })];
+    servers = [await Harness.start(db.url, env, { domains: [coursePlatform], apply }), await Harness.start(db.url, env, { domains: [coursePlatform], apply })];
   });
   after(async () => {
     for (const server of servers ?? []) await server.close();
@@ -102,7 +102,7 @@ describe('inline mode: an event that waited for its payment is handed on at once
   before(async () => {
     db = database as TestDatabase;
     // No sweeper within the test: only the hand-off can process the event that waited.
-    server = await Harness.start(db.url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply });
+    server = await Harness.start(db.url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { domains: [coursePlatform], apply });
   });
   after(async () => {
     await server?.close();
@@ -131,7 +131,11 @@ describe('inline mode: a duplicate waits for the attempt running in its process,
   const { seen, apply } = observingApplier(systemClock, 600);
 
   before(async () => {
-    server = await Harness.start((database as TestDatabase).url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { apply });
+    server = await Harness.start(
+      (database as TestDatabase).url,
+      { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' },
+      { domains: [coursePlatform], apply },
+    );
   });
   after(async () => {
     await server?.close();

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
-import { coursePlatform } from '../../../src/domain/course-platform.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import type { CoursePlatformTables } from '../../../src/course-platform/schema.js';
 import type { PaymentEvent, PaymentState } from '../../../src/model/payment-event.js';
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError } from '../../../src/errors.js';
@@ -29,10 +30,10 @@ function verified(eventId: string, overrides: Partial<VerifiedEvent> = {}): Veri
 }
 
 function paymentEvent(paymentId: string, state: PaymentState, details: Partial<PaymentEvent> = {}): PaymentEvent {
-  return { kind: 'payment', paymentId, state, amountMinor: null, currency: null, userId: null, courseId: null, email: null, ...details };
+  return { kind: 'payment', paymentId, state, amountMinor: null, currency: null, userId: null, courseId: null, email: null, metadata: {}, ...details };
 }
 
-await describeEachStore('store contract', (suite) => {
+await describeEachStore('store contract', { domains: [coursePlatform] }, (suite) => {
   let store: InboxStore;
   const { clock } = suite;
   before(() => {
@@ -44,6 +45,9 @@ await describeEachStore('store contract', (suite) => {
       '0004_operations',
       '0005_outbox_dispatch',
       '0006_payu_transaction_keys',
+      '0013_payment_metadata',
+      '0015_outbox_ordering',
+      'course-platform/0014_orders_and_enrollments',
     ]);
   });
 
@@ -124,6 +128,7 @@ await describeEachStore('store contract', (suite) => {
     await assert.rejects(
       store.completeFenced(first.lease, async (tx) => {
         await tx
+          .withTables<CoursePlatformTables>()
           .insertInto('orders')
           .values({
             provider: 'stripe',
@@ -141,7 +146,11 @@ await describeEachStore('store contract', (suite) => {
       }),
       LeaseLostError,
     );
-    assert.equal((await store.db.selectFrom('orders').select('id').where('payment_id', '=', 'pi_stale').execute()).length, 0, 'the stale work rolled back');
+    assert.equal(
+      (await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('id').where('payment_id', '=', 'pi_stale').execute()).length,
+      0,
+      'the stale work rolled back',
+    );
     assert.equal(await store.fail(first.lease, 'late', null), false);
 
     assert.equal(await store.completeFenced(second.lease, async () => 'done by b'), 'done by b');
@@ -218,10 +227,11 @@ await describeEachStore('store contract', (suite) => {
           toDbTime(clock.now()),
           batch,
         );
-        for (const handler of coursePlatform.captured!) {
+        for (const handler of coursePlatform.handlers!.captured!) {
           await handler({
             tx,
             payment: change.payment,
+            previousStatus: change.previous,
             event: { id, provider: 'stripe', eventId: 'evt_business', eventType: 'x', payload: {}, headers: {}, attempts: 1, createdAt: clock.now() },
             now: toDbTime(clock.now()),
             signal: new AbortController().signal,
@@ -234,6 +244,7 @@ await describeEachStore('store contract', (suite) => {
     assert.deepEqual(await paymentEffects(store.db, 'pi_business'), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
     await assert.rejects(
       store.db
+        .withTables<CoursePlatformTables>()
         .insertInto('enrollments')
         .values({
           user_id: 'u_b',
@@ -255,8 +266,9 @@ await describeEachStore('store contract', (suite) => {
     test(`payments move forward only, whatever the order; late events still fill in details (${leased ? 'written at the batch commit' : 'written at once'})`, async () => {
       const paymentId = `pi_forward_${leased}`;
       const steps: Array<[PaymentState, Partial<PaymentEvent>, boolean]> = [
-        ['captured', {}, true],
-        ['authorized', { userId: 'u_late', courseId: 'c_late' }, false],
+        ['captured', { metadata: { plan: 'pro' } }, true],
+        // A late event adds the keys the payment lacks; a key it has keeps its first value.
+        ['authorized', { userId: 'u_late', courseId: 'c_late', metadata: { plan: 'changed', seats: '3' } }, false],
         ['created', {}, false],
         ['refunded', {}, true],
         ['captured', {}, false],
@@ -269,13 +281,14 @@ await describeEachStore('store contract', (suite) => {
           return change;
         });
         assert.equal(change.applied, expectApplied, `${state} applied?`);
-        const { id: _, ...stored } = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
-        assert.deepEqual(stored, change.payment, `after ${state}: the stored payment is the one the change reports`);
+        const { id: _, metadata, ...stored } = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+        assert.deepEqual({ ...stored, metadata: JSON.parse(metadata ?? '{}') as unknown }, change.payment, `after ${state}: the stored payment is the one the change reports`);
       }
       const payment = await store.db.selectFrom('payments').selectAll().where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
       assert.equal(payment.status, 'refunded');
       assert.equal(payment.user_id, 'u_late');
       assert.equal(payment.course_id, 'c_late');
+      assert.deepEqual(JSON.parse(payment.metadata ?? 'null'), { plan: 'pro', seats: '3' });
     });
   }
 });

@@ -3,7 +3,8 @@ import { before, describe, test } from 'node:test';
 import { sql, type KyselyPlugin } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import type { PaymentEvent } from '../../../src/model/payment-event.js';
-import { coursePlatform } from '../../../src/domain/course-platform.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import type { CoursePlatformTables } from '../../../src/course-platform/schema.js';
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
@@ -28,7 +29,7 @@ function verified(eventId: string): VerifiedEvent {
   return { provider: 'razorpay', eventId, eventType: 'payment.captured', payload: JSON.stringify({ id: eventId }), headers: {} };
 }
 
-await describeEachStore('group commit', (suite) => {
+await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) => {
   let db: TestDatabase;
   let store: InboxStore;
   const { clock } = suite;
@@ -323,6 +324,7 @@ await describeEachStore('group commit', (suite) => {
     const writeOrder = (paymentId: string) => async (tx: Parameters<Parameters<InboxStore['completeFenced']>[1]>[0]) => {
       const now = toDbTime(clock.now());
       await tx
+        .withTables<CoursePlatformTables>()
         .insertInto('orders')
         .values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now })
         .execute();
@@ -339,7 +341,7 @@ await describeEachStore('group commit', (suite) => {
     assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
     assert.equal(results[1].status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
     assert.ok(results[2].status === 'rejected' && results[2].reason instanceof LeaseLostError);
-    const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
+    const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
     assert.deepEqual(orders.map((o) => o.payment_id).sort(), ['pay_ok_1', 'pay_ok_2'], 'only the successful events wrote');
     const states = await Promise.all(leases.map((lease) => store.eventState(lease.id)));
     assert.deepEqual(
@@ -356,7 +358,7 @@ await describeEachStore('group commit', (suite) => {
   }
 
   function captured(paymentId: string, userId: string): PaymentEvent {
-    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null };
+    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null, metadata: {} };
   }
 
   test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
@@ -466,6 +468,7 @@ await describeEachStore('group commit', (suite) => {
   test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
     const now = toDbTime(clock.now());
     await store.db
+      .withTables<CoursePlatformTables>()
       .insertInto('enrollments')
       .values({ user_id: 'u_again', course_id: 'c_again', status: 'revoked', provider: 'razorpay', payment_id: 'pay_refunded', created_at: now, updated_at: now })
       .execute();
@@ -488,7 +491,7 @@ await describeEachStore('group commit', (suite) => {
           const change = await advancePayment(
             tx,
             'razorpay',
-            { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com` },
+            { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com`, metadata: {} },
             now,
             batch,
           );
@@ -502,8 +505,8 @@ await describeEachStore('group commit', (suite) => {
             attempts: 1,
             createdAt: clock.now(),
           };
-          for (const handler of coursePlatform.captured!)
-            await handler({ tx, payment: change.payment, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
+          for (const handler of coursePlatform.handlers!.captured!)
+            await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
           return 'granted';
         }),
       ),
@@ -514,7 +517,7 @@ await describeEachStore('group commit', (suite) => {
       'one statement per table for the four events, and one re-activation',
     );
     const ids = buyers.map((b) => b.paymentId);
-    const orders = await store.db.selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
+    const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'in', ids).orderBy('payment_id').execute();
     assert.deepEqual(
       orders.map((o) => o.payment_id),
       [...ids].sort(),
@@ -522,6 +525,7 @@ await describeEachStore('group commit', (suite) => {
     const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%:razorpay:pay_%').execute();
     assert.deepEqual(outbox.map((o) => o.idempotency_key).sort(), ids.flatMap((id) => [`fulfilment:razorpay:${id}`, `receipt:razorpay:${id}`]).sort());
     const enrollments = await store.db
+      .withTables<CoursePlatformTables>()
       .selectFrom('enrollments')
       .select(['user_id', 'status', 'payment_id'])
       .where('course_id', 'in', ['c_rows', 'c_again'])

@@ -40,6 +40,8 @@ for (const backend of STORE_BACKENDS) {
         '0004_operations',
         '0005_outbox_dispatch',
         '0006_payu_transaction_keys',
+        '0013_payment_metadata',
+        '0015_outbox_ordering',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

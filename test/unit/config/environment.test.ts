@@ -9,10 +9,10 @@ import { maskedConfig, maskedVariables, maskSecret, maskUrl, variableLines } fro
 import { loadConfig, readConfig } from '../../../src/config/load.js';
 import { readEnvironment } from '../../../src/config/environment.js';
 import { ConfigError } from '../../../src/errors.js';
+import { CLI_ARGS } from '../../support/cli.js';
 import { EMPTY_DIR, variablesRead } from '../../support/environment.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
-const CLI = path.join(ROOT, 'bin/webhook-inbox.js');
 
 /** A fresh directory holding one .env file with `text`. */
 function dirWithEnvFile(text: string, name = '.env'): string {
@@ -118,7 +118,7 @@ describe('the effective configuration, masked', () => {
   test('webhook-inbox config prints it, as text and as JSON, with the .env file under the environment', async () => {
     const dir = dirWithEnvFile(`RAZORPAY_WEBHOOK_SECRET=${secrets.RAZORPAY_WEBHOOK_SECRET}\nPORT=4000\n`);
     const run = (args: string[]) =>
-      promisify(execFile)(process.execPath, [CLI, ...args], {
+      promisify(execFile)(process.execPath, [...CLI_ARGS, ...args], {
         cwd: dir,
         env: { PATH: process.env.PATH, PORT: '4500', STRIPE_WEBHOOK_SECRET: secrets.STRIPE_WEBHOOK_SECRET, DATABASE_URL: secrets.DATABASE_URL },
       });
@@ -144,7 +144,7 @@ describe('the effective configuration, masked', () => {
 describe('the command itself', () => {
   test('--version and -V print the version of package.json', async () => {
     const { version } = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-    const run = (flag: string) => promisify(execFile)(process.execPath, [CLI, flag], { cwd: EMPTY_DIR, env: { PATH: process.env.PATH } });
+    const run = (flag: string) => promisify(execFile)(process.execPath, [...CLI_ARGS, flag], { cwd: EMPTY_DIR, env: { PATH: process.env.PATH } });
     for (const { stdout } of await Promise.all([run('--version'), run('-V')])) assert.equal(stdout, `${version}\n`);
   });
 });

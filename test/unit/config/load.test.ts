@@ -7,6 +7,9 @@ import { EMPTY_DIR, variablesRead } from '../../support/environment.js';
 
 type Env = Record<string, string | undefined>;
 
+/** A Standard Webhooks secret: whsec_ and the base64 of 24 bytes. */
+const FORWARD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
 function configError(env: Env): ConfigError {
   try {
     loadConfig(readEnvironment(env, EMPTY_DIR).variables);
@@ -34,6 +37,24 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.heapGrowthPercent, 60);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
     assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
+  });
+
+  test('the course platform runs unless COURSE_PLATFORM=false; nothing is forwarded unless FORWARD_URL is set', () => {
+    assert.equal(loadConfig({}).coursePlatform, true);
+    assert.equal(loadConfig({ COURSE_PLATFORM: 'false' }).coursePlatform, false);
+    assert.equal(loadConfig({}).forward, null);
+  });
+
+  test('FORWARD_URL with FORWARD_SECRET (one or several, for a rotation) turns forwarding on', () => {
+    const second = `whsec_${Buffer.alloc(64, 7).toString('base64')}`;
+    assert.deepEqual(loadConfig({ FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: `${FORWARD_SECRET},${second}` }).forward, {
+      url: 'https://payments.internal/webhooks',
+      secrets: [FORWARD_SECRET, second],
+      timeoutMs: 10_000,
+      rawEvents: false,
+    });
+    const raw = loadConfig({ FORWARD_URL: 'http://127.0.0.1:8080/in', FORWARD_SECRET, FORWARD_TIMEOUT_MS: '2500', FORWARD_RAW_EVENTS: 'true' }).forward;
+    assert.deepEqual([raw?.timeoutMs, raw?.rawEvents], [2500, true]);
   });
 
   test('REDIS_URL selects Redis Streams, on the default stream unless REDIS_STREAM names one', () => {
@@ -147,6 +168,15 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { FULFILLMENT_URL: 'ftp://fulfil.example' }, variable: 'FULFILLMENT_URL' },
     { env: { FULFILLMENT_TIMEOUT_MS: '0' }, variable: 'FULFILLMENT_TIMEOUT_MS' },
     { env: { OUTBOX_CONCURRENCY: '0' }, variable: 'OUTBOX_CONCURRENCY' },
+    { env: { COURSE_PLATFORM: 'maybe' }, variable: 'COURSE_PLATFORM' },
+    { env: { FORWARD_URL: 'ftp://payments.internal', FORWARD_SECRET: FORWARD_SECRET }, variable: 'FORWARD_URL' },
+    { env: { FORWARD_URL: 'https://payments.internal/webhooks' }, variable: 'FORWARD_SECRET' },
+    { env: { FORWARD_SECRET: FORWARD_SECRET }, variable: 'FORWARD_URL' },
+    { env: { FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: 'whsec_dG9vIHNob3J0' }, variable: 'FORWARD_SECRET' },
+    { env: { FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }, variable: 'FORWARD_SECRET' },
+    { env: { FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: 'whsec_not base64!' }, variable: 'FORWARD_SECRET' },
+    { env: { FORWARD_TIMEOUT_MS: '0' }, variable: 'FORWARD_TIMEOUT_MS' },
+    { env: { FORWARD_RAW_EVENTS: 'sometimes' }, variable: 'FORWARD_RAW_EVENTS' },
   ]) {
     testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {
@@ -191,6 +221,9 @@ describe('loadConfig: secret values never reach an error message', () => {
     { SMTP_URL: `http://mailer:${CANARY}@mail.example`, MAIL_FROM: 'receipts@shop.example' },
     { SMTP_URL: `smtp://mailer:${CANARY}@`, MAIL_FROM: 'receipts@shop.example' },
     { SMTP_URL: `smtp://mailer:${CANARY}@mail.example` },
+    { FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: `whsec_${CANARY}` },
+    { FORWARD_URL: `https://user:${CANARY}@payments.internal/webhooks` },
+    { FORWARD_URL: `ftp://user:${CANARY}@payments.internal`, FORWARD_SECRET: FORWARD_SECRET },
   ]) {
     test(`${Object.keys(env).join(' + ')}: ${JSON.stringify(env)}`, () => {
       const error = configError(env);

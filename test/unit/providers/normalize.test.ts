@@ -36,6 +36,7 @@ const STRIPE_PAYMENT: Omit<PaymentEvent, 'state'> = {
   userId: null,
   courseId: null,
   email: null,
+  metadata: { order_id: 'ord_000123', tenant: 'acme-in' },
 };
 
 function stripe(file: string): { eventType: string; payload: Json } {
@@ -71,7 +72,14 @@ describe('stripeToCanonical: variations', () => {
       ...event,
       payload: withChanges(event.payload, ['data', 'object'], { metadata: { user_id: 'user_42', course_id: 'course_7' } }),
     });
-    assert.deepEqual(canonical, { ...STRIPE_PAYMENT, state: 'captured', userId: 'user_42', courseId: 'course_7' });
+    assert.deepEqual(canonical, { ...STRIPE_PAYMENT, state: 'captured', userId: 'user_42', courseId: 'course_7', metadata: { user_id: 'user_42', course_id: 'course_7' } });
+  });
+
+  test('the whole metadata object is carried: text as sent, numbers and booleans as text, nested values left out', () => {
+    const event = stripe('payment_intent.succeeded.json');
+    const metadata = { plan: 'pro', seats: 3, trial: false, ' spaced key ': '  kept as sent ', nested: { no: 'objects' }, list: ['no'] };
+    const canonical = stripeToCanonical({ ...event, payload: withChanges(event.payload, ['data', 'object'], { metadata }) });
+    assert.deepEqual(canonical.kind === 'payment' && canonical.metadata, { plan: 'pro', seats: '3', trial: 'false', ' spaced key ': '  kept as sent ' });
   });
 
   for (const { name, file, changes, expected } of [
@@ -99,7 +107,7 @@ function razorpay(file: string): { eventType: string; payload: Json } {
 
 /** The docs samples are 1.00 INR payments by gaurav.kumar@example.com with empty notes ([]). */
 function razorpayPayment(paymentId: string, state: PaymentState): PaymentEvent {
-  return { kind: 'payment', paymentId, state, amountMinor: 100, currency: 'INR', userId: null, courseId: null, email: 'gaurav.kumar@example.com' };
+  return { kind: 'payment', paymentId, state, amountMinor: 100, currency: 'INR', userId: null, courseId: null, email: 'gaurav.kumar@example.com', metadata: {} };
 }
 
 describe('razorpayToCanonical over the docs samples', () => {
@@ -141,6 +149,7 @@ describe('razorpayToCanonical: variations', () => {
       const canonical = razorpayToCanonical({ ...event, payload: withChanges(event.payload, PAYMENT_ENTITY, { notes }) });
       assert.equal(canonical.kind, 'payment');
       assert.deepEqual(canonical.kind === 'payment' && [canonical.userId, canonical.courseId], [userId, courseId]);
+      assert.deepEqual(canonical.kind === 'payment' && canonical.metadata, Array.isArray(notes) ? {} : notes, 'the notes, whole');
     });
   }
 
@@ -169,6 +178,7 @@ describe('payuToCanonical', () => {
       userId: 'ord_000123',
       courseId: 'tenant:acme-in',
       email: 'rahul.sharma+test@example.com',
+      metadata: { udf1: 'ord_000123', udf2: 'tenant:acme-in', udf5: 'v1' },
     });
   });
 

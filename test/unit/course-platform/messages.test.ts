@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../../src/config/load.js';
 import { ConfigError } from '../../../src/errors.js';
-import { formatAmount, receiptContent, receiptMessageId } from '../../../src/outbox/receipt-email.js';
+import { formatAmount, receiptContent, receiptMessageId } from '../../../src/course-platform/receipt-email.js';
 
 function problems(env: Record<string, string>): string[] {
   try {

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto';
-import { sql, type ExpressionBuilder, type Insertable } from 'kysely';
-import { MAX_KEY_LENGTH } from '../model/delivery.js';
-import type { InboxDatabase } from '../db/schema.js';
+import { sql, type ExpressionBuilder, type Insertable, type Transaction } from 'kysely';
 import { caseWhen } from '../db/sql-case.js';
+import type { PaymentContext, PaymentHandlers } from '../domain/applier.js';
+import type { Payment } from '../domain/payments.js';
+import { storableKey, writeOutbox } from '../outbox/outbox-writer.js';
 import { perBatch } from '../store/complete.js';
 import type { BusinessTransaction } from '../store/inbox-store.js';
-import type { PaymentContext, PaymentHandlers } from './applier.js';
-import type { Payment } from './payments.js';
+import type { CoursePlatformDatabase, CoursePlatformTables } from './schema.js';
 
 /** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */
 export const COURSE_EFFECTS = {
@@ -18,12 +17,10 @@ export const COURSE_EFFECTS = {
 /**
  * Idempotency keys derive from the payment, never from the event or the attempt:
  * `<effect>:<provider>:<payment id>`. A payment id may take the key column's 255 characters, so a key
- * that would be longer ends in the SHA-256 of the whole key instead (`<effect>:<provider>:sha256:<hex>`):
- * INSERT IGNORE would cut it, and two payments whose ids share a prefix would share one effect.
+ * that would be longer ends in the SHA-256 of the whole key instead (`<effect>:<provider>:sha256:<hex>`).
  */
 function effectKey(effect: string, provider: string, paymentId: string): string {
-  const key = `${effect}:${provider}:${paymentId}`;
-  return key.length <= MAX_KEY_LENGTH ? key : `${effect}:${provider}:sha256:${createHash('sha256').update(key).digest('hex')}`;
+  return storableKey(`${effect}:${provider}:${paymentId}`, `${effect}:${provider}:`);
 }
 
 export function receiptKey(provider: string, paymentId: string): string {
@@ -65,13 +62,13 @@ interface Effect {
   dependsOnKey?: string;
 }
 
-type Row<Table extends keyof InboxDatabase> = Insertable<InboxDatabase[Table]>;
+type Context = PaymentContext<CoursePlatformDatabase>;
+type Row<Table extends keyof CoursePlatformTables> = Insertable<CoursePlatformTables[Table]>;
 
 /** The rows the events of one batch add, written at its commit: one statement per table, not per event. */
 interface BatchRows {
   orders: Array<Row<'orders'>>;
   enrollments: Array<Row<'enrollments'>>;
-  outbox: Array<Row<'outbox'>>;
 }
 
 /**
@@ -81,17 +78,18 @@ interface BatchRows {
  * the new payment re-activates it. Revocations ran before, during the batch's events, so a batch that
  * refunds one payment and grants the same course through another leaves the course granted.
  */
-async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox }: BatchRows): Promise<void> {
+async function writeRows(batchTx: BusinessTransaction, { orders, enrollments }: BatchRows): Promise<void> {
+  const tx = batchTx.withTables<CoursePlatformTables>();
   if (orders.length > 0) {
     const inserted = await tx.insertInto('orders').orIgnore().values(orders).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) < orders.length) await fillOrderDetails(tx, orders);
   }
-  if (outbox.length > 0) await tx.insertInto('outbox').orIgnore().values(outbox).execute();
   if (enrollments.length === 0) return;
   const inserted = await tx.insertInto('enrollments').orIgnore().values(enrollments).executeTakeFirst();
   if (Number(inserted.numInsertedOrUpdatedRows) === enrollments.length) return;
   // Keyed by (user, course), not by id: the rows that were there already have not been read.
-  const isPair = (eb: ExpressionBuilder<InboxDatabase, 'enrollments'>, row: Row<'enrollments'>) => eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]);
+  const isPair = (eb: ExpressionBuilder<CoursePlatformDatabase, 'enrollments'>, row: Row<'enrollments'>) =>
+    eb.and([eb('user_id', '=', row.user_id), eb('course_id', '=', row.course_id)]);
   await tx
     .updateTable('enrollments')
     .set((eb) => {
@@ -110,8 +108,9 @@ async function writeRows(tx: BusinessTransaction, { orders, enrollments, outbox 
 const ORDER_DETAILS = ['user_id', 'course_id', 'amount', 'currency'] as const;
 
 /** Each detail only where the stored order lacks it, as for the payment itself. */
-async function fillOrderDetails(tx: BusinessTransaction, orders: Array<Row<'orders'>>): Promise<void> {
-  const isOrder = (eb: ExpressionBuilder<InboxDatabase, 'orders'>, row: Row<'orders'>) => eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id)]);
+async function fillOrderDetails(tx: Transaction<CoursePlatformDatabase>, orders: Array<Row<'orders'>>): Promise<void> {
+  const isOrder = (eb: ExpressionBuilder<CoursePlatformDatabase, 'orders'>, row: Row<'orders'>) =>
+    eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id)]);
   await tx
     .updateTable('orders')
     .set((eb) => {
@@ -132,22 +131,11 @@ async function fillOrderDetails(tx: BusinessTransaction, orders: Array<Row<'orde
     .execute();
 }
 
-const batchRows = perBatch<BatchRows>(() => ({ orders: [], enrollments: [], outbox: [] }), writeRows);
+const batchRows = perBatch<BatchRows, unknown>(() => ({ orders: [], enrollments: [] }), writeRows);
 
-function addEffects({ tx, batch, payment, now }: PaymentContext, effects: Effect[]): void {
-  const payload = JSON.stringify(paymentEffect(payment));
-  batchRows(batch, tx).outbox.push(
-    ...effects.map(({ kind, idempotencyKey, dependsOnKey }) => ({
-      idempotency_key: idempotencyKey,
-      kind,
-      payload,
-      status: 'pending' as const,
-      attempts: 0,
-      next_attempt_at: now,
-      created_at: now,
-      depends_on_key: dependsOnKey ?? null,
-    })),
-  );
+function addEffects(context: Context, effects: Effect[]): void {
+  const payload = paymentEffect(context.payment);
+  for (const { kind, idempotencyKey, dependsOnKey } of effects) writeOutbox(context, { kind, key: idempotencyKey, payload, after: dependsOnKey });
 }
 
 function paymentEffect(payment: Payment): PaymentEffect {
@@ -162,7 +150,7 @@ function paymentEffect(payment: Payment): PaymentEffect {
   };
 }
 
-async function grantCourse(context: PaymentContext): Promise<void> {
+async function grantCourse(context: Context): Promise<void> {
   const { tx, batch, payment, now } = context;
   const rows = batchRows(batch, tx);
   rows.orders.push({
@@ -190,7 +178,7 @@ async function grantCourse(context: PaymentContext): Promise<void> {
   ]);
 }
 
-async function revokeCourse(context: PaymentContext): Promise<void> {
+async function revokeCourse(context: Context): Promise<void> {
   const { tx, payment, now } = context;
   await tx.updateTable('orders').set({ status: 'refunded', updated_at: now }).where('provider', '=', payment.provider).where('payment_id', '=', payment.payment_id).execute();
   // Only what this payment granted: a later purchase of the same course stays active. So does an
@@ -238,7 +226,7 @@ async function revokeCourse(context: PaymentContext): Promise<void> {
  * what the payment granted and, when a fulfilment was requested, asks for its cancellation.
  * Unique keys make every write idempotent on its own.
  */
-export const coursePlatform: PaymentHandlers = {
+export const coursePlatformHandlers: PaymentHandlers<CoursePlatformDatabase> = {
   captured: [grantCourse],
   refunded: [revokeCourse],
 };

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { PaymentEffect } from '../../../src/domain/course-platform.js';
+import type { PaymentEffect } from '../../../src/course-platform/handlers.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { payloadJson } from '../../support/fixtures.js';
 import { Harness } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 
 /**
- * The reference business (src/domain/course-platform.ts) as a merchant meets it: details that come
+ * The reference business (src/course-platform/) as a merchant meets it: details that come
  * with a later event, and a customer who paid twice for one course.
  */
 const databases = await Promise.all(STORE_BACKENDS.map(async (backend) => ({ backend, database: await createTestDatabase(backend) })));
@@ -39,7 +39,7 @@ for (const { backend, database } of databases) {
     });
 
     const orderOf = (paymentId: string) =>
-      harness.db.selectFrom('orders').select(['user_id', 'course_id', 'amount', 'currency', 'status']).where('payment_id', '=', paymentId).executeTakeFirst();
+      harness.courseDb.selectFrom('orders').select(['user_id', 'course_id', 'amount', 'currency', 'status']).where('payment_id', '=', paymentId).executeTakeFirst();
     const effectsOf = async (paymentId: string) => {
       const rows = await harness.db
         .selectFrom('outbox')
@@ -49,7 +49,7 @@ for (const { backend, database } of databases) {
         .execute();
       return rows.map((row) => ({ key: row.idempotency_key, ...(JSON.parse(row.payload) as PaymentEffect) }));
     };
-    const enrollmentOf = (userId: string) => harness.db.selectFrom('enrollments').select(['status', 'payment_id']).where('user_id', '=', userId).execute();
+    const enrollmentOf = (userId: string) => harness.courseDb.selectFrom('enrollments').select(['status', 'payment_id']).where('user_id', '=', userId).execute();
 
     test('a payment captured before its details arrive: the order gets them later, and fulfilment and receipt wait for them', async () => {
       const paymentIntent = 'pi_details_later';
@@ -109,7 +109,7 @@ for (const { backend, database } of databases) {
       assert.match(event?.lastError ?? '', /userId is longer than 255 characters/);
       assert.equal(event?.nextAttemptAt, null, 'no automatic retry: it would fail the same way');
       assert.equal(await orderOf('pi_long_user'), undefined);
-      assert.deepEqual(await harness.db.selectFrom('enrollments').select('user_id').where('course_id', '=', 'c_long').execute(), []);
+      assert.deepEqual(await harness.courseDb.selectFrom('enrollments').select('user_id').where('course_id', '=', 'c_long').execute(), []);
     });
 
     test('one course paid twice, one payment refunded: the enrollment passes to the payment that stands; refunding that one too revokes it', async () => {

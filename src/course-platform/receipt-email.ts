@@ -1,10 +1,10 @@
 import nodemailer, { type NodemailerError } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import type { SmtpSettings } from '../config/settings.js';
-import type { PaymentEffect } from '../domain/course-platform.js';
 import { describeError, PermanentError } from '../errors.js';
 import { readPaymentEffect } from './payment-effect.js';
-import type { OutboxTransport } from './transport.js';
+import type { OutboxTransport } from '../outbox/transport.js';
+import type { PaymentEffect } from './handlers.js';
 
 export interface ReceiptContent {
   subject: string;
@@ -82,6 +82,7 @@ export function smtpReceipts(settings: SmtpSettings, maxConnections: number): Ou
   const senderDomain = addressparser(settings.from, { flatten: true })[0]!.address.split('@')[1]!;
 
   return {
+    timeoutMs: settings.timeoutMs,
     async deliver(message) {
       const effect = readPaymentEffect(message.payload);
       if (effect.email === null) return { status: 'skipped', outcome: 'skipped: the payment has no customer e-mail address' };

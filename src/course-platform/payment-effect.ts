@@ -1,4 +1,4 @@
-import type { PaymentEffect } from '../domain/course-platform.js';
+import type { PaymentEffect } from './handlers.js';
 import { PermanentError } from '../errors.js';
 
 /**

@@ -1,0 +1,26 @@
+import type { FulfilmentSettings } from '../config/settings.js';
+import { postDelivery } from '../outbox/http-post.js';
+import type { OutboxTransport } from '../outbox/transport.js';
+import { readPaymentEffect } from './payment-effect.js';
+
+export type FulfilmentAction = 'fulfil' | 'cancel';
+
+/**
+ * Fulfilment requests: POST JSON with an `Idempotency-Key` header that is the same on every attempt.
+ * The answer decides as for every HTTP delivery (postDelivery): 2xx and 409 done, 408, 429, 5xx and
+ * timeouts retried, anything else failed for good with the response recorded.
+ */
+export function httpFulfilment(settings: FulfilmentSettings, action: FulfilmentAction): OutboxTransport {
+  return {
+    timeoutMs: settings.timeoutMs,
+    async deliver(message) {
+      const effect = readPaymentEffect(message.payload);
+      return postDelivery({
+        url: settings.url,
+        headers: { 'idempotency-key': message.idempotencyKey },
+        body: JSON.stringify({ action, idempotencyKey: message.idempotencyKey, ...effect }),
+        timeoutMs: settings.timeoutMs,
+      });
+    },
+  };
+}

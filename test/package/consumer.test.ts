@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const run = promisify(execFile);
+
+interface Packed {
+  filename: string;
+  size: number;
+  unpackedSize: number;
+  files: Array<{ path: string }>;
+}
+
+/** Runs a command in `cwd` to its end; resolves with its output, rejects with it (and the exit code). */
+async function sh(cwd: string, command: string, args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  return { code, output };
+}
+
+async function succeeds(cwd: string, command: string, args: string[], env?: Record<string, string>): Promise<string> {
+  const { code, output } = await sh(cwd, command, args, env);
+  assert.equal(code, 0, `${command} ${args.join(' ')} exited ${code}:\n${output}`);
+  return output;
+}
+
+/**
+ * The package as a team gets it: packed, installed from the tarball into a new project outside the
+ * repository, with no TypeScript sources, no tsx and no repository around it. Installed once; every
+ * test below runs in that project. Needs the npm registry (the package's dependencies).
+ */
+describe('the packed package, installed into an empty project', () => {
+  let work: string;
+  let project: string;
+  let packed: Packed;
+  const timings: Record<string, number> = {};
+  const timed = async <T>(name: string, step: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    try {
+      return await step();
+    } finally {
+      timings[name] = Math.round(performance.now() - started);
+    }
+  };
+
+  before(async () => {
+    work = await mkdtemp(path.join(tmpdir(), 'webhook-inbox-consumer-'));
+    project = path.join(work, 'project');
+    // `npm pack` runs `prepare`: the tarball holds what the sources compile to now.
+    const { stdout } = await timed('pack', () => run('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }));
+    packed = (JSON.parse(stdout) as Packed[])[0]!;
+
+    await cp(path.join(ROOT, 'examples'), project, { recursive: true, filter: (source) => !source.includes(`${path.sep}dist`) });
+    await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'a-team-project', private: true, type: 'module' }, null, 2));
+    // The examples' own dependencies, at the versions this repository develops them with.
+    const { devDependencies } = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    const own = ['express', '@types/express', '@types/node', 'typescript'].map((name) => `${name}@${devDependencies[name]}`);
+    await timed('install', () => succeeds(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(work, packed.filename), ...own]));
+  });
+  after(async () => {
+    if (work) await rm(work, { recursive: true, force: true });
+    console.log(`# consumer test timings (ms): ${JSON.stringify(timings)}; tarball ${packed?.size} bytes, ${packed?.unpackedSize} unpacked, ${packed?.files.length} files`);
+  });
+
+  test('the tarball holds the compiled package, its types and maps, the bin, the licence and the changelog; no sources or tests', () => {
+    const files = packed.files.map((file) => file.path);
+    for (const file of [
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/index.js.map',
+      'dist/cli/main.js',
+      'bin/webhook-inbox.js',
+      'LICENSE',
+      'README.md',
+      'CHANGELOG.md',
+      'package.json',
+      'docs/forwarded-event.schema.json',
+    ]) {
+      assert.ok(files.includes(file), `${file} is packed`);
+    }
+    const stray = files.filter((file) => /^(src|test|bench|chaos|examples)\//.test(file) || (file.endsWith('.ts') && !file.endsWith('.d.ts')));
+    assert.deepEqual(stray, []);
+  });
+
+  test('npx webhook-inbox --help runs the compiled CLI with plain node', async () => {
+    const output = await timed('help', () => succeeds(project, 'npx', ['--no-install', 'webhook-inbox', '--help']));
+    assert.match(output, /Usage: webhook-inbox/);
+    assert.match(output, /serve/);
+    const installed = await readdir(path.join(project, 'node_modules'));
+    assert.ok(!installed.includes('tsx') && !installed.includes('esbuild'), 'no TypeScript runtime came with it');
+  });
+
+  test('an unsupported Node gets one line saying which Node is needed, not a stack trace', async () => {
+    const preload = path.join(work, 'old-node.mjs');
+    await writeFile(preload, "Object.defineProperty(process.versions, 'node', { value: '18.19.0' });\n");
+    const bin = path.join(project, 'node_modules/webhook-inbox/bin/webhook-inbox.js');
+    const cli = await sh(project, process.execPath, ['--import', preload, bin, '--help']);
+    assert.equal(cli.code, 1);
+    assert.equal(cli.output.trim(), 'webhook-inbox needs Node.js 20.12.0 or later; this is Node.js 18.19.0. Install a current Node.js LTS and run it again.');
+    const library = await sh(project, process.execPath, ['--import', preload, '--input-type=module', '-e', "await import('webhook-inbox')"]);
+    assert.notEqual(library.code, 0);
+    assert.match(library.output, /Error: webhook-inbox needs Node\.js 20\.12\.0 or later; this is Node\.js 18\.19\.0/);
+  });
+
+  test('npx webhook-inbox demo runs the whole product on a temporary SQLite file', async () => {
+    const output = await timed('demo', () => succeeds(project, 'npx', ['--no-install', 'webhook-inbox', 'demo']));
+    assert.match(output, /Business effects: 4 orders, 3 active \+ 1 revoked enrollments/);
+  });
+
+  test('the examples compile against the declarations alone (skipLibCheck off), never against sources', async () => {
+    const output = await timed('tsc', () => succeeds(project, 'npx', ['--no-install', 'tsc', '-p', '.', '--listFilesOnly']));
+    const ours = output.split('\n').filter((file) => file.includes('node_modules/webhook-inbox/'));
+    assert.ok(ours.length > 0 && ours.every((file) => file.endsWith('.d.ts')), ours.join('\n'));
+    await timed('compile examples', () => succeeds(project, 'npx', ['--no-install', 'tsc', '-p', '.']));
+  });
+
+  test("the Express example: the team's handler, table, migration and transport; one effect for a duplicated, concurrent delivery", async () => {
+    const output = await timed('express example', () => succeeds(project, process.execPath, ['dist/express/check.js']));
+    assert.match(output, /express example: one licence and one welcome e-mail/);
+  });
+
+  test("the fastify example: the team's handler, table, migration and transport; one effect for a duplicated, concurrent delivery", async () => {
+    const output = await timed('fastify example', () => succeeds(project, process.execPath, ['dist/fastify/check.js']));
+    assert.match(output, /fastify example: one ledger entry and one CRM call/);
+  });
+});
