@@ -66,7 +66,9 @@ describe('the packed package, installed into an empty project', () => {
     // Install scripts off: the one dependency with a native part, better-sqlite3, would be compiled
     // again from source (no prebuilt binary is reachable here), minutes of work that tests npm, not
     // this package. Its addon, built by this repository's own install for the same Node, is copied in.
-    await timed('install', () => succeeds(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', path.join(work, packed.filename), ...own]));
+    await timed('install', () =>
+      succeeds(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', path.join(work, packed.filename), ...own]),
+    );
     await cp(path.join(ROOT, 'node_modules/better-sqlite3/build'), path.join(project, 'node_modules/better-sqlite3/build'), { recursive: true });
   });
   after(async () => {
