@@ -74,18 +74,19 @@ test('the end of an attempt wakes whoever waits on that event, and only them', a
   const attempt = worker.process(3);
   let woken = false;
   const waiting = worker.attemptEnded(3, 10_000).then(() => (woken = true));
-  let otherWoken = false;
-  const other = worker.attemptEnded(4, 200).then(() => (otherWoken = true));
+  // The other waiter may only ever end by its own timeout, however slow this host is.
+  const otherTimeoutMs = 1_000;
+  const otherSince = Date.now();
+  let otherEndedAfter = -1;
+  const other = worker.attemptEnded(4, otherTimeoutMs).then(() => (otherEndedAfter = Date.now() - otherSince));
   await sleep(50);
   assert.equal(woken, false, 'still waiting while the attempt runs');
   finish();
   await attempt;
   await waiting;
   assert.equal(woken, true);
-  assert.equal(otherWoken, false, 'a waiter on another event is not woken');
-  const started = Date.now();
   await other;
-  assert.ok(Date.now() - started >= 100, 'it ends with its own timeout');
+  assert.ok(otherEndedAfter >= otherTimeoutMs - 5, `a waiter on another event ends by its own timeout (after ${otherEndedAfter} ms)`);
 });
 
 test('a wait with no attempt ending resolves after its timeout', async () => {

@@ -6,6 +6,12 @@ import type { InboxStore } from '../../../src/store/inbox-store.js';
 
 const HOUR = 3_600_000;
 
+/** Polls until `done` holds (this host may be slow; the assertions after it say what must be true). */
+async function until(done: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+}
+
 /** A store whose due events are `backlog` ids, handed out `limit` at a time as the workers take them. */
 function backlogStore(backlog: number) {
   let next = 1;
@@ -30,14 +36,13 @@ test('a backlog drains at the workers pace: after a full batch the sweeper sweep
     whenFree: async () => void freeCalls++,
   };
   const sweeper = new Sweeper(store, workers, pino({ level: 'silent' }), 0, 4);
-  sweeper.start(300);
-  const deadline = Date.now() + 5000;
-  while (enqueued.length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  sweeper.start(2_000);
+  await until(() => enqueued.length >= 10);
   await sweeper.stop();
   assert.deepEqual(enqueued, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
   assert.equal(freeCalls, 2, 'waited for a free worker after each of the two full batches');
-  // Three sweeps: the first after the interval, the next two at once (not 300 ms apart each).
-  assert.ok(sweeps[2]! - sweeps[0]! < 300, `full batches were swept back to back (${sweeps[2]! - sweeps[0]!} ms)`);
+  // Three sweeps: the first after the interval, the next two at once (not 2 s apart each).
+  assert.ok(sweeps[2]! - sweeps[0]! < 1_000, `full batches were swept back to back (${sweeps[2]! - sweeps[0]!} ms)`);
 });
 
 test('a partial batch waits for the interval, and stop() does not wait for a free worker', async () => {
@@ -45,15 +50,20 @@ test('a partial batch waits for the interval, and stop() does not wait for a fre
   let freeCalls = 0;
   const sweeper = new Sweeper(store, { enqueue: () => true, whenFree: () => (freeCalls++, new Promise<void>(() => undefined)) }, pino({ level: 'silent' }), 0, 4);
   sweeper.start(20);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await until(() => sweeps.length >= 3);
   await sweeper.stop();
   assert.equal(freeCalls, 0, 'never waited for workers: no batch was full');
-  assert.ok(sweeps.length >= 2 && sweeps.length <= 6, `swept every interval (${sweeps.length} sweeps in 100 ms)`);
+  const gaps = sweeps.slice(1).map((at, i) => at - sweeps[i]!);
+  assert.ok(
+    gaps.every((gap) => gap >= 19),
+    `each sweep waited for the 20 ms interval (gaps ${gaps.join(', ')} ms)`,
+  );
 
   // A full batch, then workers that never free up: stop() still returns.
   const full = backlogStore(HOUR);
   const stuck = new Sweeper(full.store, { enqueue: () => true, whenFree: () => new Promise<void>(() => undefined) }, pino({ level: 'silent' }), 0, 4);
   stuck.start(1);
+  await until(() => full.sweeps.length >= 1);
   await new Promise((resolve) => setTimeout(resolve, 30));
   await stuck.stop();
   assert.equal(full.sweeps.length, 1, 'no sweep while every worker is busy');
