@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { createBenchDatabase, drain } from './database.js';
 import type { LoadResult } from './load-generator.js';
 import { countersPer, headline, readServerCounters, type ServerCounters } from './server-status.js';
@@ -27,7 +29,30 @@ export interface BacklogRun {
   rowWritesPerEvent: number;
   rowReadsPerEvent: number;
   commitsPerEvent: number;
+  /** The worker's statements by shape (bench/statement-probe.mjs), most frequent first. */
+  statements: StatementShare[];
 }
+
+/** One statement shape of the worker, per processed event. */
+export interface StatementShare {
+  shape: string;
+  perEvent: number;
+  rowsChangedPerEvent: number;
+  /** Round-trip wall time per event (send to answer, waiting for a connection included; round trips overlap). */
+  msPerEvent: number;
+  errors: number;
+}
+
+/** What bench/statement-probe.mjs writes: each shape's count, rows changed, wall time. */
+interface ProbedStatement {
+  shape: string;
+  count: number;
+  rowsChanged: number;
+  ms: number;
+  errors: number;
+}
+
+const STATEMENT_PROBE = resolve(import.meta.dirname, 'statement-probe.mjs');
 
 export interface BacklogOptions {
   events: number;
@@ -37,6 +62,8 @@ export interface BacklogOptions {
   logDir: string;
   drainTimeoutSec: number;
   serviceEnv: Record<string, string>;
+  /** Where the worker's --cpu-prof profile goes, or null for none. */
+  profileDir: string | null;
   route: (databaseUrl: string) => string;
   /** Sends every delivery of a pool of `events` distinct events to `url` once, at saturation. */
   record: (url: string, events: number) => Promise<LoadResult>;
@@ -53,7 +80,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
   return options.holding(
     () => database.drop(),
     async () => {
-      const idle = startWorker(url, options.logDir, options.serviceEnv);
+      const idle = startWorker(url, options.logDir, { env: options.serviceEnv });
       const workerStartupCpuSec = await options.holding(
         () => idle.stop(),
         async () => {
@@ -77,7 +104,12 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
       const countersBefore = await readServerCounters(options.mysqlUrl);
       const databaseBefore = database.serverCpuSeconds();
       const started = performance.now();
-      const worker = startWorker(url, options.logDir, options.serviceEnv);
+      const statementFile = join(options.workDir, `statements-${options.repetition}.json`);
+      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `backlog-worker-${options.repetition}`)}`] : [];
+      const worker = startWorker(url, options.logDir, {
+        nodeArgs: ['--import', STATEMENT_PROBE, ...profile],
+        env: { ...options.serviceEnv, STATEMENT_PROBE_FILE: statementFile },
+      });
       return options.holding(
         () => worker.stop(),
         async () => {
@@ -86,8 +118,18 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
           const serviceCpu = worker.cpuSeconds() - workerStartupCpuSec;
           const databaseAfter = database.serverCpuSeconds();
           const perEvent = countersPer(countersBefore, await readServerCounters(options.mysqlUrl), events);
-          const { statements, rowWrites, rowReads, commits } = headline(perEvent);
+          const { statements: statementCount, rowWrites, rowReads, commits } = headline(perEvent);
           const perEventMs = (cpuSeconds: number) => (events === 0 ? 0 : round((cpuSeconds * 1000) / events, 3));
+          // The probe writes its file as the worker exits.
+          await worker.stop();
+          const per = (value: number) => (events === 0 ? 0 : round(value / events, 3));
+          const statements = (JSON.parse(readFileSync(statementFile, 'utf8')) as ProbedStatement[]).map((s) => ({
+            shape: s.shape,
+            perEvent: per(s.count),
+            rowsChangedPerEvent: per(s.rowsChanged),
+            msPerEvent: per(s.ms),
+            errors: s.errors,
+          }));
           return {
             repetition: options.repetition,
             events,
@@ -97,10 +139,11 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
             workerStartupCpuSec: round(workerStartupCpuSec),
             databaseCpuMsPerEvent: databaseBefore === null || databaseAfter === null ? null : perEventMs(databaseAfter - databaseBefore),
             perEvent,
-            statementsPerEvent: statements,
+            statementsPerEvent: statementCount,
             rowWritesPerEvent: rowWrites,
             rowReadsPerEvent: rowReads,
             commitsPerEvent: commits,
+            statements,
           };
         },
       );

@@ -127,6 +127,8 @@ export interface BacklogSummary {
   commitsPerEvent: number | null;
   /** Each server counter that moved, per event (median). */
   perEvent: Record<string, number>;
+  /** The worker's statements by shape, per event, from the first repetition (shapes are the same in each). */
+  statements: BacklogRun['statements'];
 }
 
 export interface BenchResults {
@@ -257,7 +259,10 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       latencyP99Ms: g.step.load.latencyMs.p99,
     };
   });
-  const backlogSummary = summariseBacklog(backlog, targets.find((t) => t.target === 'baseline'));
+  const backlogSummary = summariseBacklog(
+    backlog,
+    targets.find((t) => t.target === 'baseline'),
+  );
   const naive = capacity.filter((c) => c.target === 'naive');
   const capacitySummary = settings.capacityTargets.map((name) => {
     const own = capacity.filter((c) => c.target === name);
@@ -304,6 +309,7 @@ function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undef
     rowReadsPerEvent: of((b) => b.rowReadsPerEvent),
     commitsPerEvent: of((b) => b.commitsPerEvent),
     perEvent: Object.fromEntries(counters.map((name) => [name, round(median(backlog.map((b) => b.perEvent[name] ?? 0)))])),
+    statements: backlog[0]!.statements,
   };
 }
 
@@ -475,6 +481,9 @@ function capacitySection(results: BenchResults): string[] {
   ];
 }
 
+/** Statement shapes listed in the report; results.json keeps them all. */
+const STATEMENT_ROWS = 25;
+
 function backlogSection(results: BenchResults): string[] {
   const b = results.summary.backlog;
   if (!b) return [];
@@ -488,6 +497,17 @@ function backlogSection(results: BenchResults): string[] {
     `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
     '',
     `Per event, from MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too): ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}.`,
+    '',
+    `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
+      b.statements.reduce((sum, s) => sum + s.perEvent, 0),
+      3,
+    )} statements per event in all.`,
+    '',
+    '| statement | per event | rows changed per event | round-trip ms per event | errors |',
+    '|---|---|---|---|---|',
+    ...b.statements
+      .slice(0, STATEMENT_ROWS)
+      .map((s) => `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`),
   ];
 }
 

@@ -272,10 +272,18 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
           logDir: logDir(settings),
           drainTimeoutSec: settings.drainTimeoutSec,
           serviceEnv: settings.serviceEnv,
+          profileDir: settings.profileDir,
           route,
           holding,
           record: (url, events) =>
-            loadGenerators.run({ url, mode: 'saturate', once: true, durationSec: 0, connections: settings.connections, pool: { events, prefix: `b${repetition}r${process.pid}x`, seed: 1000 + repetition } }),
+            loadGenerators.run({
+              url,
+              mode: 'saturate',
+              once: true,
+              durationSec: 0,
+              connections: settings.connections,
+              pool: { events, prefix: `b${repetition}r${process.pid}x`, seed: 1000 + repetition },
+            }),
         });
         console.log(
           `  backlog of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, MariaDB CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent} row writes, ${run.commitsPerEvent} commits per event`,

@@ -83,7 +83,11 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positiveIntegerOption)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
     .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
-    .option('--backlog <n>', 'distinct events of the backlog step: recorded with no workers, then one worker alone is timed working them off (full: 20000, quick: 2000); 0 skips it', atLeast(0))
+    .option(
+      '--backlog <n>',
+      'distinct events of the backlog step: recorded with no workers, then one worker alone is timed working them off (full: 20000, quick: 2000); 0 skips it',
+      atLeast(0),
+    )
     .option(
       '--capacity <list>',
       `targets whose end-to-end capacity is searched: the highest offered rate with ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s (full and quick: background,naive), or none`,

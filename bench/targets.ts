@@ -111,12 +111,12 @@ export interface RunningWorker {
 }
 
 /** Starts `webhook-inbox worker` on `databaseUrl`: processing alone, for the backlog step. */
-export function startWorker(databaseUrl: string, logDir: string, env: Record<string, string> = {}): RunningWorker {
+export function startWorker(databaseUrl: string, logDir: string, extra: { nodeArgs?: string[]; env?: Record<string, string> } = {}): RunningWorker {
   const logFile = join(logDir, `worker-${Date.now()}.log`);
   const log = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'worker'], {
+  const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), join(ROOT, 'dist/cli/main.js'), 'worker'], {
     cwd: ROOT,
-    env: { ...providerEnvironment(), DATABASE_URL: databaseUrl, PROCESSING_MODE: 'background', ...env },
+    env: { ...providerEnvironment(), DATABASE_URL: databaseUrl, PROCESSING_MODE: 'background', ...extra.env },
     stdio: ['ignore', log, log],
   });
   const pid = child.pid!;
