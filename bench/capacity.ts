@@ -1,4 +1,5 @@
-import type { Step } from './report.js';
+import type { ProcessingStats } from './database.js';
+import type { LoadResult } from './load-generator.js';
 
 /**
  * End-to-end capacity: the highest offered rate a target sustains with acknowledgements fast and
@@ -26,7 +27,7 @@ export interface CapacitySearch {
 }
 
 /** A fixed-rate step passes when every delivery got a 2xx, the ack p99 and the processing lag are within limits, and processing kept up. */
-export function trialOf(rate: number, step: Step): CapacityTrial {
+export function trialOf(rate: number, step: { load: LoadResult; processing: ProcessingStats | null }): CapacityTrial {
   const { load, processing } = step;
   const failures = load.non2xx + load.errors;
   const ackP99Ms = load.latencyMs.p99;
