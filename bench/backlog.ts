@@ -85,6 +85,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
         () => idle.stop(),
         async () => {
           await new Promise((resolve) => setTimeout(resolve, STARTUP_PROBE_MS));
+          idle.assertRunning();
           return idle.cpuSeconds();
         },
       );
@@ -115,6 +116,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
         async () => {
           const drained = await drain(database.store, options.drainTimeoutSec * 1000);
           const seconds = (performance.now() - started) / 1000;
+          worker.assertRunning();
           const serviceCpu = worker.cpuSeconds() - workerStartupCpuSec;
           const databaseAfter = database.serverCpuSeconds();
           const perEvent = countersPer(countersBefore, await readServerCounters(options.mysqlUrl), events);

@@ -105,6 +105,8 @@ const providerEnvironment = () => ({
 /** A `webhook-inbox worker` process (background workers, no HTTP), measured like a target. */
 export interface RunningWorker {
   pid: number;
+  /** Throws, with the end of its log, when the worker has exited (it should run until stopped). */
+  assertRunning(): void;
   cpuSeconds(): number;
   peakRssMb(): number;
   stop(): Promise<void>;
@@ -122,6 +124,9 @@ export function startWorker(databaseUrl: string, logDir: string, extra: { nodeAr
   const pid = child.pid!;
   return {
     pid,
+    assertRunning() {
+      if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode}; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    },
     cpuSeconds: () => cpuSeconds(pid),
     peakRssMb: () => peakRssMb(pid),
     async stop() {
