@@ -42,7 +42,9 @@ const RECORD = `INSERT IGNORE INTO webhook_events
   VALUES (?, ?, ?, ?, ?, ?, 'processing', 1, ?)`;
 const ENROLL = `INSERT IGNORE INTO enrollments (user_id, course_id, status, provider, payment_id, created_at, updated_at)
   VALUES (?, ?, 'active', ?, ?, ?, ?)`;
-const MARK_PROCESSED = `UPDATE webhook_events SET status = 'processed', processed_at = ?, outcome = 'applied' WHERE provider = ? AND event_id = ?`;
+// Only while processing: a duplicate delivery, hours later, must not move the time the event was processed
+// (the bench reads its lag from it); the statement still runs for every delivery.
+const MARK_PROCESSED = `UPDATE webhook_events SET status = 'processed', processed_at = ?, outcome = 'applied' WHERE provider = ? AND event_id = ? AND status = 'processing'`;
 
 const app = express();
 app.post('/webhooks/:provider', express.raw({ type: () => true, limit: '1mb' }), async (req, res) => {
