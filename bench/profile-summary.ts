@@ -16,19 +16,19 @@ export interface CpuProfile {
   timeDeltas: number[];
 }
 
-/** node_modules/<package>, a project folder (src/store), node internals, or a V8 pseudo-frame. */
+/** node_modules/<package>, a project folder (src/store, or dist/store compiled), node internals, or a V8 pseudo-frame. */
 export function area(url: string, name: string): string {
   if (url === '') return `(${name || 'native'})`;
   const nodeModule = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (nodeModule) return nodeModule[1]!;
   if (url.startsWith('node:')) return url;
-  const project = /\/(src|bench|test)\/(.*)\/?[^/]*$/.exec(url);
+  const project = /\/(src|dist|bench|test)\/(.*)\/?[^/]*$/.exec(url);
   if (project) return `${project[1]}/${project[2]!.split('/').slice(0, -1).join('/') || '.'}`;
   return url;
 }
 
 /** A frame's file, from the package or project folder on (node_modules/fastify/..., src/store/...). */
-export const shortUrl = (url: string) => url.replace(/^.*\/(node_modules|src|bench|test)\//, '$1/');
+export const shortUrl = (url: string) => url.replace(/^.*\/(node_modules|src|dist|bench|test)\//, '$1/');
 
 /** Microseconds sampled in each node itself (not in what it called), by node id. */
 export function selfTimes(profile: CpuProfile): Map<number, number> {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { flameGraphSvg, writeFlameGraphs } from '../flame-graph.js';
-import { inclusiveByArea, summariseProfile, type CpuProfile } from '../profile-summary.js';
+import { area, inclusiveByArea, summariseProfile, type CpuProfile } from '../profile-summary.js';
 
 const frame = (id: number, functionName: string, children: number[] = [], url = 'file:///app/src/store/batch.js') => ({
   id,
@@ -106,6 +106,7 @@ describe('profile summary: busy time under each area', () => {
     assert.equal(areas.get('fastify'), 60_005);
     assert.equal(areas.get('((garbage collector))'), 10_000);
     assert.equal(areas.get('((idle))'), undefined);
+    assert.equal(area('file:///app/dist/store/claim.js', 'claimBatch'), 'dist/store', 'the compiled service, as the bench runs it');
     assert.match(summariseProfile(PROFILE), /busy time under each area[\s\S]*90\.0% {2}src\/store/);
   });
 });
