@@ -17,6 +17,8 @@ export interface LoadJob {
   connections: number;
   /** Paced mode: deliveries per second offered. */
   rate?: number;
+  /** Saturate mode: send the pool once through (every delivery, duplicates included) instead of for durationSec. */
+  once?: boolean;
   pool: PoolOptions;
 }
 
@@ -50,6 +52,10 @@ class Cursor {
 
   constructor(private readonly deliveries: PooledDelivery[]) {}
 
+  get length(): number {
+    return this.deliveries.length;
+  }
+
   next(): PooledDelivery {
     if (this.index === this.deliveries.length) {
       this.index = 0;
@@ -63,7 +69,7 @@ async function saturate(job: LoadJob, cursor: Cursor, tally: Tally): Promise<voi
   const options: autocannon.Options = {
     url: job.url,
     connections: job.connections,
-    duration: job.durationSec,
+    ...(job.once ? { amount: cursor.length } : { duration: job.durationSec }),
     method: 'POST',
     requests: [
       {

@@ -2,6 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
+import type { BacklogRun } from './backlog.js';
+import { CAPACITY_LIMITS, type CapacityTrial } from './capacity.js';
 import { latencyChart } from './chart.js';
 import type { ProcessingStats } from './database.js';
 import type { LoadResult } from './load-generator.js';
@@ -38,6 +40,14 @@ export interface ForgedFlood {
   quiet: LoadResult;
   valid: LoadResult;
   forged: LoadResult;
+}
+
+/** One capacity search (bench/capacity.ts): its steps and the highest rate that passed. */
+export interface CapacityRun {
+  target: string;
+  repetition: number;
+  trials: CapacityTrial[];
+  capacity: number;
 }
 
 export interface GrowthRun {
@@ -98,7 +108,27 @@ export interface Check {
 export interface Summary {
   targets: TargetSummary[];
   growth: Array<{ rows: number; target: string; acksPerSec: number; ratioToEmpty: number | null; latencyP99Ms: number | null }>;
+  backlog: BacklogSummary | null;
+  capacity: Array<{ target: string; label: string; capacity: number; capacities: number[]; ratioToNaive: number | null }>;
   checks: Check[];
+}
+
+/** Medians over repetitions of the backlog step (bench/backlog.ts), per processed event. */
+export interface BacklogSummary {
+  events: number;
+  eventsPerSec: number | null;
+  serviceCpuMsPerEvent: number | null;
+  databaseCpuMsPerEvent: number | null;
+  /** (service + database CPU per processed event) / (the baseline's service + database CPU per acknowledgement at saturation). */
+  cpuRatioToBaselineAck: number | null;
+  statementsPerEvent: number | null;
+  rowWritesPerEvent: number | null;
+  rowReadsPerEvent: number | null;
+  commitsPerEvent: number | null;
+  /** Each server counter that moved, per event (median). */
+  perEvent: Record<string, number>;
+  /** The worker's statements by shape, per event, from the first repetition (shapes are the same in each). */
+  statements: BacklogRun['statements'];
 }
 
 export interface BenchResults {
@@ -109,6 +139,8 @@ export interface BenchResults {
   settings: Omit<BenchSettings, 'out' | 'profileDir'> & { out?: undefined; profileDir?: undefined };
   runs: TargetRun[];
   growth: GrowthRun[];
+  backlog: BacklogRun[];
+  capacity: CapacityRun[];
   summary: Summary;
 }
 
@@ -145,7 +177,7 @@ const processingOf = (steps: Step[]) => steps.map((s) => s.processing).filter((p
 const lagOf = (lags: Percentiles[]): LagSummary => (lags.length === 0 ? null : { p50: nullableMedian(lags.map((l) => l.p50)), p99: nullableMedian(lags.map((l) => l.p99)) });
 const settledOf = (processing: ProcessingStats[]) => nullableMedian(processing.map((p) => (p.settledAfterMs === null ? null : p.settledAfterMs / 1000)));
 
-export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[]): Summary {
+export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[], backlog: BacklogRun[], capacity: CapacityRun[]): Summary {
   const baselineOf = (repetition: number) => runs.find((r) => r.target === 'baseline' && r.repetition === repetition);
   const targets = settings.targets.map((name): TargetSummary => {
     const own = runs.filter((r) => r.target === name);
@@ -227,10 +259,61 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       latencyP99Ms: g.step.load.latencyMs.p99,
     };
   });
-  return { targets, growth: growthSummary, checks: checks(settings, targets, growthSummary) };
+  const backlogSummary = summariseBacklog(
+    backlog,
+    targets.find((t) => t.target === 'baseline'),
+  );
+  const naive = capacity.filter((c) => c.target === 'naive');
+  const capacitySummary = settings.capacityTargets.map((name) => {
+    const own = capacity.filter((c) => c.target === name);
+    // Per repetition, against the naive handler's capacity of the same repetition.
+    const ratios = own.flatMap((c) => {
+      const peer = naive.find((n) => n.repetition === c.repetition);
+      return peer && peer.capacity > 0 ? [c.capacity / peer.capacity] : [];
+    });
+    return {
+      target: name,
+      label: TARGETS[name]!.label,
+      capacity: own.length === 0 ? 0 : round(median(own.map((c) => c.capacity)), 0),
+      capacities: own.map((c) => c.capacity),
+      ratioToNaive: name === 'naive' || ratios.length === 0 ? null : round(median(ratios), 3),
+    };
+  });
+  return {
+    targets,
+    growth: growthSummary,
+    backlog: backlogSummary,
+    capacity: capacitySummary,
+    checks: checks(settings, targets, growthSummary, backlogSummary, capacitySummary),
+  };
 }
 
-function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summary['growth']): Check[] {
+function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undefined): BacklogSummary | null {
+  if (backlog.length === 0) return null;
+  const of = (pick: (run: BacklogRun) => number | null) => nullableMedian(backlog.map(pick));
+  const serviceCpuMsPerEvent = of((b) => b.serviceCpuMsPerEvent);
+  const databaseCpuMsPerEvent = of((b) => b.databaseCpuMsPerEvent);
+  const baselineService = baseline?.serviceCpuMsPerAck ?? null;
+  const baselineDatabase = baseline?.databaseCpuMsPerAck ?? null;
+  const perAck = baselineService !== null && baselineDatabase !== null ? baselineService + baselineDatabase : null;
+  const perEvent = serviceCpuMsPerEvent !== null && databaseCpuMsPerEvent !== null ? serviceCpuMsPerEvent + databaseCpuMsPerEvent : null;
+  const counters = [...new Set(backlog.flatMap((b) => Object.keys(b.perEvent)))].sort();
+  return {
+    events: round(median(backlog.map((b) => b.events)), 0),
+    eventsPerSec: of((b) => b.eventsPerSec),
+    serviceCpuMsPerEvent,
+    databaseCpuMsPerEvent,
+    cpuRatioToBaselineAck: perAck && perEvent !== null ? round(perEvent / perAck, 2) : null,
+    statementsPerEvent: of((b) => b.statementsPerEvent),
+    rowWritesPerEvent: of((b) => b.rowWritesPerEvent),
+    rowReadsPerEvent: of((b) => b.rowReadsPerEvent),
+    commitsPerEvent: of((b) => b.commitsPerEvent),
+    perEvent: Object.fromEntries(counters.map((name) => [name, round(median(backlog.map((b) => b.perEvent[name] ?? 0)))])),
+    statements: backlog[0]!.statements,
+  };
+}
+
+function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summary['growth'], backlog: BacklogSummary | null, capacity: Summary['capacity']): Check[] {
   const background = targets.find((t) => t.target === 'background');
   const baseline = targets.find((t) => t.target === 'baseline');
   const result: Check[] = [];
@@ -276,7 +359,27 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
       measured: `valid p99 ${flood.floodP99Ms} ms during ${flood.forgedPerSec} forged/s (${flood.quietP99Ms} ms without), ${flood.validRefused} valid refused, ${flood.forgedAccepted} forged accepted`,
     });
   }
-  const services = targets.filter((t) => TARGETS[t.target]!.kind !== 'baseline');
+  const receiveOnly = targets.find((t) => t.target === 'receive-only');
+  if (receiveOnly?.ackRatio != null) {
+    result.push({ target: 'receive-only ack throughput >= 2x baseline', met: receiveOnly.ackRatio >= 2, measured: `${receiveOnly.ackRatio}x (${receiveOnly.acksPerSec} acks/s)` });
+  }
+  if (backlog?.cpuRatioToBaselineAck != null) {
+    result.push({
+      target: "processing CPU per event (worker + MariaDB, backlog step) <= 2x the baseline's CPU per acknowledgement (service + MariaDB)",
+      met: backlog.cpuRatioToBaselineAck <= 2,
+      measured: `${backlog.cpuRatioToBaselineAck}x (${backlog.serviceCpuMsPerEvent} + ${backlog.databaseCpuMsPerEvent} ms per event)`,
+    });
+  }
+  const ours = capacity.find((c) => c.target === 'background');
+  if (ours?.ratioToNaive != null) {
+    const naive = capacity.find((c) => c.target === 'naive')!;
+    result.push({
+      target: "end-to-end capacity of the default mode >= 2x the naive handler's",
+      met: ours.ratioToNaive >= 2,
+      measured: `${ours.ratioToNaive}x (${ours.capacity}/s vs ${naive.capacity}/s)`,
+    });
+  }
+  const services = targets.filter((t) => TARGETS[t.target]!.kind === 'inbox' || TARGETS[t.target]!.kind === 'receiver');
   if (services.length > 0) {
     const peak = Math.max(...services.map((t) => t.peakRssMb));
     result.push({ target: 'peak RSS of one service process <= 250 MB', met: peak <= 250, measured: `${peak} MB` });
@@ -351,10 +454,61 @@ function markdown(results: BenchResults): string {
     );
     for (const g of summary.growth) lines.push(`| ${g.rows.toLocaleString('en')} | ${g.target} | ${g.acksPerSec} | ${cell(g.ratioToEmpty, 'x')} | ${cell(g.latencyP99Ms)} |`);
   }
+  lines.push(...capacitySection(results), ...backlogSection(results));
   lines.push('', '## Targets', '', '| target | met | measured |', '|---|---|---|');
   for (const c of summary.checks) lines.push(`| ${c.target} | ${c.met === null ? '—' : c.met ? 'yes' : 'no'} | ${c.measured} |`);
   lines.push('');
   return lines.join('\n');
+}
+
+function capacitySection(results: BenchResults): string[] {
+  const { capacity } = results.summary;
+  if (capacity.length === 0) return [];
+  const steps = (name: string) =>
+    results.capacity
+      .filter((c) => c.target === name)
+      .map((c) => c.trials.map((t) => `${t.rate}${t.passed ? '' : '✗'} (p99 ${cell(t.ackP99Ms)}, keep-up ${cell(t.keepUp)}, lag p99 ${cell(t.lagP99Ms)})`).join(', '))
+      .join('; ');
+  return [
+    '',
+    `## End-to-end capacity (fixed-rate steps of ${results.settings.capacityDurationSec} s: ack p99 <= ${CAPACITY_LIMITS.ackP99Ms} ms, keep-up >= ${CAPACITY_LIMITS.keepUp}, lag p99 < ${CAPACITY_LIMITS.lagP99Ms} ms, every delivery a 2xx)`,
+    '',
+    '| target | capacity (deliveries/s offered) | x naive handler | steps, per repetition (✗ failed) |',
+    '|---|---|---|---|',
+    ...capacity.map((c) => `| ${c.label} | ${c.capacity} | ${cell(c.ratioToNaive, 'x')} | ${steps(c.target)} |`),
+    '',
+    `From ${results.settings.capacityStart}/s, doubled until a step fails, then ${results.settings.capacityRefine} step(s) halving the gap; capacity is the highest rate that passed (median over repetitions).`,
+  ];
+}
+
+/** Statement shapes listed in the report; results.json keeps them all. */
+const STATEMENT_ROWS = 25;
+
+function backlogSection(results: BenchResults): string[] {
+  const b = results.summary.backlog;
+  if (!b) return [];
+  const counters = Object.entries(b.perEvent).filter(([name]) => name !== 'Questions');
+  return [
+    '',
+    `## Backlog: processing alone (${b.events} events recorded with \`serve --no-workers\`, then one \`worker\` alone)`,
+    '',
+    '| events/s | worker CPU per event | MariaDB CPU per event | x baseline CPU per ack | statements | row writes | row reads | commits |',
+    '|---|---|---|---|---|---|---|---|',
+    `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
+    '',
+    `Per event, from MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too): ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}.`,
+    '',
+    `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
+      b.statements.reduce((sum, s) => sum + s.perEvent, 0),
+      3,
+    )} statements per event in all.`,
+    '',
+    '| statement | per event | rows changed per event | round-trip ms per event | errors |',
+    '|---|---|---|---|---|',
+    ...b.statements
+      .slice(0, STATEMENT_ROWS)
+      .map((s) => `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`),
+  ];
 }
 
 function sustainedSection(results: BenchResults): string[] {

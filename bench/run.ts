@@ -3,13 +3,26 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CommanderError } from 'commander';
+import { runBacklog, type BacklogRun } from './backlog.js';
+import { capacityOf, nextCapacityRate, trialOf, type CapacityTrial } from './capacity.js';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { startLatencyProxy } from './latency-proxy.js';
-import { describeMachine, loadAverage, summarise, writeReport, type BenchResults, type ForgedFlood, type GrowthRun, type Step, type TargetRun } from './report.js';
+import {
+  describeMachine,
+  loadAverage,
+  summarise,
+  writeReport,
+  type BenchResults,
+  type CapacityRun,
+  type ForgedFlood,
+  type GrowthRun,
+  type Step,
+  type TargetRun,
+} from './report.js';
 import { parseSettings, type BenchSettings } from './settings.js';
-import { buildService, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
+import { buildService, processes, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -74,7 +87,7 @@ async function measuredStep(
     before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
   const databaseCpuMsPerAck = perAck(databaseBefore, database.serverCpuSeconds());
-  if (spec.kind !== 'inbox') return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
+  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
   return {
@@ -158,6 +171,38 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
 }
 
 /**
+ * The capacity search of one target (bench/capacity.ts) on a database of its own: fixed-rate steps of
+ * --capacity-duration, each after the previous one's work is done (or, when it cannot be done within
+ * the drain timeout, turned into history), so every step starts on a settled service.
+ */
+async function runCapacity(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<CapacityRun> {
+  const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
+  return holding(
+    () => database.drop(),
+    async () => {
+      const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { env: settings.serviceEnv });
+      return holding(
+        () => target.stop(),
+        async () => {
+          if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
+          await settleBacklog(database);
+          const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
+          const trials: CapacityTrial[] = [];
+          for (let rate = nextCapacityRate(trials, search); rate !== null; rate = nextCapacityRate(trials, search)) {
+            const step = await measuredStep(settings, spec, database, target, 'paced', settings.capacityDurationSec, rate);
+            const trial = trialOf(rate, step);
+            console.log(`  ${spec.name} capacity step ${rate}/s: ${trial.passed ? 'pass' : 'FAIL'}: ${describeStep(spec, step)}`);
+            trials.push(trial);
+            await settleBacklog(database);
+          }
+          return { target: spec.name, repetition, trials, capacity: capacityOf(trials) };
+        },
+      );
+    },
+  );
+}
+
+/**
  * The same saturation load against a table that already holds `rows` events, for each size in turn,
  * after the empty table in the same database: each ratio then compares table sizes at one point of
  * the run, not a full table late in a long run against an empty one at its start.
@@ -209,6 +254,8 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
   const startedAt = new Date().toISOString();
   const loadAtStart = loadAverage();
   const runs: TargetRun[] = [];
+  const backlog: BacklogRun[] = [];
+  const capacity: CapacityRun[] = [];
   const proxy = settings.dbLatencyMs > 0 ? await startLatencyProxy(settings.mysqlUrl, settings.dbLatencyMs) : null;
   const route: Route = proxy ? (url) => proxy.route(url) : (url) => url;
   try {
@@ -216,6 +263,34 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       console.log(`repetition ${repetition} of ${settings.repeat}`);
       // Interleaved, so slow minutes on the shared machine spread over every target alike.
       for (const name of settings.targets) runs.push(await runTarget(settings, TARGETS[name]!, repetition, workDir, route));
+      if (settings.backlogEvents > 0) {
+        const run = await runBacklog({
+          events: settings.backlogEvents,
+          repetition,
+          mysqlUrl: settings.mysqlUrl,
+          workDir,
+          logDir: logDir(settings),
+          drainTimeoutSec: settings.drainTimeoutSec,
+          serviceEnv: settings.serviceEnv,
+          profileDir: settings.profileDir,
+          route,
+          holding,
+          record: (url, events) =>
+            loadGenerators.run({
+              url,
+              mode: 'saturate',
+              once: true,
+              durationSec: 0,
+              connections: settings.connections,
+              pool: { events, prefix: `b${repetition}r${process.pid}x`, seed: 1000 + repetition },
+            }),
+        });
+        console.log(
+          `  backlog of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, MariaDB CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent} row writes, ${run.commitsPerEvent} commits per event`,
+        );
+        backlog.push(run);
+      }
+      for (const name of settings.capacityTargets) capacity.push(await runCapacity(settings, TARGETS[name]!, repetition, workDir, route));
     }
     const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir, route) : [];
     const results: BenchResults = {
@@ -226,7 +301,9 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       settings: { ...settings, out: undefined, profileDir: undefined },
       runs,
       growth,
-      summary: summarise(settings, runs, growth),
+      backlog,
+      capacity,
+      summary: summarise(settings, runs, growth, backlog, capacity),
     };
     writeReport(settings.out, results);
     if (settings.profileDir) writeFlameGraphs(settings.profileDir);

@@ -30,6 +30,14 @@ export interface BenchSettings {
   dbLatencyMs: number;
   /** Extra environment for the webhook-inbox targets (e.g. WORKER_CONCURRENCY=8), for experiments. */
   serviceEnv: Record<string, string>;
+  /** Distinct events of the backlog step (recorded without workers, then worked off by one worker alone), or 0 to skip it. */
+  backlogEvents: number;
+  /** Targets whose end-to-end capacity is searched (bench/capacity.ts), in this order, each repetition. */
+  capacityTargets: string[];
+  /** Seconds of each fixed-rate step of the capacity search. */
+  capacityDurationSec: number;
+  capacityStart: number;
+  capacityRefine: number;
   out: string;
   profileDir: string | null;
 }
@@ -49,6 +57,7 @@ const numberWhere = (accepts: (n: number) => boolean, wanted: string) => (value:
 };
 const atLeast = (min: number) => numberWhere((n) => n >= min, `a number >= ${min}`);
 const positive = numberWhere((n) => n > 0, 'a number > 0');
+const count = numberWhere((n) => Number.isInteger(n) && n >= 0, 'a whole number >= 0');
 const targetName = (name: string) => {
   if (!(name in TARGETS)) throw new InvalidArgumentError(`unknown target "${name}" (${Object.keys(TARGETS).join(', ')})`);
   return name;
@@ -64,7 +73,7 @@ export function parseSettings(argv: string[]): BenchSettings {
   const program = new Command()
     .name('npm run bench --')
     .description('Ack throughput, latency, processing lag and growth: webhook-inbox against a minimal baseline, in one run')
-    .option('--quick', 'development run, under a minute: short steps, one repetition, no growth run')
+    .option('--quick', 'development run, a couple of minutes: short steps, one repetition, no growth run, a short backlog step and capacity search')
     .option('--duration <s>', 'seconds of each saturation run (full: 60, quick: 2)', positive)
     .option('--warmup <s>', 'seconds of unmeasured load before measuring each target, 0 for none (full: 5, quick: 1)', atLeast(0))
     .option('--paced-duration <s>', 'seconds of each fixed-rate step (full: 10, quick: 2)', positive)
@@ -75,6 +84,19 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positiveIntegerOption)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
     .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
+    .option(
+      '--backlog <n>',
+      'distinct events of the backlog step: recorded with no workers, then one worker alone is timed working them off (full: 20000, quick: 1000); 0 skips it',
+      count,
+    )
+    .option(
+      '--capacity <list>',
+      `targets whose end-to-end capacity is searched: the highest offered rate with ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s (full and quick: background,naive), or none`,
+      list(targetName),
+    )
+    .option('--capacity-duration <s>', 'seconds of each capacity step (full: 60, quick: 3)', positive)
+    .option('--capacity-start <rate>', 'first offered rate of the capacity search, doubled until a step fails (full: 250, quick: 250)', positive)
+    .option('--capacity-refine <n>', 'steps halving the gap between the highest pass and the lowest failure (full: 3, quick: 1)', count)
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 8000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
@@ -110,6 +132,11 @@ export function parseSettings(argv: string[]): BenchSettings {
     mysqlUrl: o.mysqlUrl as string,
     dbLatencyMs: o.dbLatency as number,
     serviceEnv: o.serviceEnv as Record<string, string>,
+    backlogEvents: pick(o.backlog, 20_000, 1_000),
+    capacityTargets: pick(o.capacity, ['background', 'naive'], ['background', 'naive']),
+    capacityDurationSec: pick(o.capacityDuration, 60, 3),
+    capacityStart: pick(o.capacityStart, 250, 250),
+    capacityRefine: pick(o.capacityRefine, 3, 1),
     out: resolve(o.out as string),
     profileDir: o.profile ? resolve(o.profile as string) : null,
   };

@@ -13,8 +13,11 @@ const run = promisify(execFile);
 export interface TargetSpec {
   name: string;
   label: string;
-  /** `receiver`: webhook-inbox without workers (`serve --no-workers`), its acknowledgement path alone. */
-  kind: 'baseline' | 'inbox' | 'receiver';
+  /**
+   * `receiver`: webhook-inbox without workers (`serve --no-workers`), its acknowledgement path alone.
+   * `naive`: the hand-written peer (bench/naive-server.ts), which processes inline before answering.
+   */
+  kind: 'baseline' | 'inbox' | 'receiver' | 'naive';
   store: 'mysql' | 'sqlite';
   /** Extra environment for `webhook-inbox serve` (processing mode). */
   env: Record<string, string>;
@@ -33,7 +36,11 @@ export const TARGETS: Record<string, TargetSpec> = {
   inline: { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
   'receive-only': { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
   sqlite: { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
+  naive: { name: 'naive', label: 'naive handler (Express + mysql2, 3 autocommit statements inline)', kind: 'naive', store: 'mysql', env: {} },
 };
+
+/** Targets whose deliveries are processed (rows marked processed), so the bench measures keep-up and lag for them. */
+export const processes = (spec: TargetSpec): boolean => spec.kind === 'inbox' || spec.kind === 'naive';
 
 export interface RunningTarget {
   url: string;
@@ -86,6 +93,50 @@ export async function buildService(): Promise<void> {
   await run('npm', ['run', '--silent', 'compile'], { cwd: ROOT });
 }
 
+/** What every bench process of the service needs: a PATH and the providers' test secrets. */
+const providerEnvironment = () => ({
+  PATH: process.env.PATH ?? '',
+  STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
+  RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+  PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+  PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+});
+
+/** A `webhook-inbox worker` process (background workers, no HTTP), measured like a target. */
+export interface RunningWorker {
+  pid: number;
+  /** Throws, with the end of its log, when the worker has exited (it should run until stopped). */
+  assertRunning(): void;
+  cpuSeconds(): number;
+  peakRssMb(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts `webhook-inbox worker` on `databaseUrl`: processing alone, for the backlog step. */
+export function startWorker(databaseUrl: string, logDir: string, extra: { nodeArgs?: string[]; env?: Record<string, string> } = {}): RunningWorker {
+  const logFile = join(logDir, `worker-${Date.now()}.log`);
+  const log = openSync(logFile, 'a');
+  const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), join(ROOT, 'dist/cli/main.js'), 'worker'], {
+    cwd: ROOT,
+    env: { ...providerEnvironment(), DATABASE_URL: databaseUrl, PROCESSING_MODE: 'background', ...extra.env },
+    stdio: ['ignore', log, log],
+  });
+  const pid = child.pid!;
+  return {
+    pid,
+    assertRunning() {
+      if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode}; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    },
+    cpuSeconds: () => cpuSeconds(pid),
+    peakRssMb: () => peakRssMb(pid),
+    async stop() {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
+}
+
 /**
  * Starts a target as its own process with the service's default settings (LOG_LEVEL info, logs to a
  * file), so its CPU and memory are measured apart from the load generator's.
@@ -105,19 +156,16 @@ export async function startTarget(
     baseline: ['--import', 'tsx', join(ROOT, 'bench/baseline-server.ts')],
     inbox: [join(ROOT, 'dist/cli/main.js'), 'serve'],
     receiver: [join(ROOT, 'dist/cli/main.js'), 'serve', '--no-workers'],
+    naive: ['--import', 'tsx', join(ROOT, 'bench/naive-server.ts')],
   }[spec.kind];
   const env = {
-    PATH: process.env.PATH ?? '',
+    ...providerEnvironment(),
     HOST: '127.0.0.1',
     PORT: String(port),
     // The ceiling gets no database at all: if it tried to store, every delivery would fail.
     ...(spec.noDatabase ? { BENCH_NO_DATABASE: '1' } : { DATABASE_URL: databaseUrl, BENCH_DATABASE_URL: databaseUrl }),
-    STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
-    RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
-    PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
-    PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
     ...spec.env,
-    ...(spec.kind === 'baseline' ? {} : extra.env),
+    ...(spec.kind === 'inbox' || spec.kind === 'receiver' ? extra.env : {}),
   };
   const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), ...script], { cwd: ROOT, env, stdio: ['ignore', log, log] });
   const url = `http://127.0.0.1:${port}`;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { flameGraphSvg, writeFlameGraphs } from '../flame-graph.js';
-import type { CpuProfile } from '../profile-summary.js';
+import { area, inclusiveByArea, summariseProfile, type CpuProfile } from '../profile-summary.js';
 
 const frame = (id: number, functionName: string, children: number[] = [], url = 'file:///app/src/store/batch.js') => ({
   id,
@@ -94,5 +94,19 @@ describe('flame graph of a CPU profile', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('profile summary: busy time under each area', () => {
+  test('counts a sample once for every area on its stack, idle left out', () => {
+    const { busyMicros, areas } = inclusiveByArea(PROFILE);
+    assert.equal(busyMicros, 100_005);
+    // main (src/store) is under every busy sample but GC's; fastify only under parse and what parse called.
+    assert.equal(areas.get('src/store'), 90_005);
+    assert.equal(areas.get('fastify'), 60_005);
+    assert.equal(areas.get('((garbage collector))'), 10_000);
+    assert.equal(areas.get('((idle))'), undefined);
+    assert.equal(area('file:///app/dist/store/claim.js', 'claimBatch'), 'dist/store', 'the compiled service, as the bench runs it');
+    assert.match(summariseProfile(PROFILE), /busy time under each area[\s\S]*90\.0% {2}src\/store/);
   });
 });

@@ -16,6 +16,23 @@ describe('bench settings', () => {
     assert.deepEqual(parse([]).serviceEnv, {});
   });
 
+  test('the backlog step and the capacity search: full and quick defaults, and what the options set', () => {
+    const full = parseSettings([]);
+    assert.equal(full.backlogEvents, 20_000);
+    assert.deepEqual(full.capacityTargets, ['background', 'naive']);
+    assert.deepEqual([full.capacityDurationSec, full.capacityStart, full.capacityRefine], [60, 250, 3]);
+    const quick = parse([]);
+    assert.equal(quick.backlogEvents, 1_000);
+    assert.deepEqual(quick.capacityTargets, ['background', 'naive']);
+    assert.deepEqual([quick.capacityDurationSec, quick.capacityStart, quick.capacityRefine], [3, 250, 1]);
+    const set = parse(['--backlog', '0', '--capacity', 'naive', '--capacity-duration', '30', '--capacity-start', '400', '--capacity-refine', '0']);
+    assert.equal(set.backlogEvents, 0);
+    assert.deepEqual(set.capacityTargets, ['naive']);
+    assert.deepEqual([set.capacityDurationSec, set.capacityStart, set.capacityRefine], [30, 400, 0]);
+    assert.deepEqual(parse(['--capacity', 'none']).capacityTargets, []);
+    assert.ok(full.targets.includes('naive'), 'a full run measures the naive handler beside the others');
+  });
+
   for (const [argv, message] of [
     [['--service-env', 'WORKER_CONCURRENCY'], /--service-env.*KEY=VALUE/],
     [['--duration', '0'], /--duration.*must be a number > 0/],
@@ -23,6 +40,10 @@ describe('bench settings', () => {
     [['--repeat', '1.5'], /--repeat.*expected a whole number from 1/],
     [['--connections', 'many'], /--connections.*expected a whole number from 1/],
     [['--targets', 'nginx'], /unknown target "nginx"/],
+    [['--capacity', 'background,nginx'], /--capacity.*unknown target "nginx"/],
+    [['--backlog', '1.5'], /--backlog.*must be a whole number >= 0/],
+    [['--capacity-refine', '-1'], /--capacity-refine.*must be a whole number >= 0/],
+    [['--capacity-duration', '0'], /--capacity-duration.*must be a number > 0/],
   ] as const) {
     test(`refuses ${argv.join(' ')}`, () => {
       const stderr = process.stderr.write.bind(process.stderr);

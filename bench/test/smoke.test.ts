@@ -21,12 +21,12 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  test('runs every target and the forged flood, and writes results.json, report.md, latency.svg and flame graphs', async () => {
+  test('runs every target, the forged flood, the backlog step and the capacity search, and writes results.json, report.md, latency.svg and flame graphs', async () => {
     out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
     const settings = parseSettings([
       '--quick',
       '--targets',
-      'baseline,ceiling,background',
+      'baseline,ceiling,background,naive',
       '--duration',
       '1',
       '--warmup',
@@ -39,6 +39,16 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       '50',
       '--flood',
       '50',
+      '--backlog',
+      '60',
+      '--capacity',
+      'background',
+      '--capacity-duration',
+      '1',
+      '--capacity-start',
+      '250',
+      '--capacity-refine',
+      '0',
       '--connections',
       '4',
       // Through the latency proxy, so the remote-database setting runs end to end as well.
@@ -57,7 +67,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
 
     assert.deepEqual(
       results.summary.targets.map((t) => t.target),
-      ['baseline', 'ceiling', 'background'],
+      ['baseline', 'ceiling', 'background', 'naive'],
     );
     for (const target of results.summary.targets) {
       assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
@@ -65,6 +75,35 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       assert.ok(target.peakRssMb > 0);
       assert.equal(target.paced.length, 1);
     }
+    const naiveRun = results.runs.find((r) => r.target === 'naive')!;
+    assert.ok(naiveRun.saturation.processing!.newEvents > 0);
+    assert.equal(naiveRun.saturation.processing!.unprocessed, 0, 'the naive handler marks each event processed before answering');
+
+    // The backlog step: the events recorded without workers, worked off by one worker alone, counted.
+    const [backlog] = results.backlog;
+    assert.equal(backlog!.events, 60, 'every distinct event recorded without workers waited for the worker');
+    assert.ok(backlog!.drainSec !== null && backlog!.eventsPerSec! > 0, 'the worker worked the backlog off');
+    assert.ok(backlog!.serviceCpuMsPerEvent > 0 && backlog!.databaseCpuMsPerEvent! > 0, 'worker and MariaDB CPU per event measured');
+    assert.ok(backlog!.perEvent.Com_update! > 0 && backlog!.rowWritesPerEvent > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
+    const shapes = backlog!.statements.map((s) => s.shape);
+    assert.ok(
+      shapes.some((shape) => shape.startsWith('update `webhook_events` set `status` = ?')),
+      `the worker's statements by shape: ${shapes.join('\n')}`,
+    );
+    assert.ok(backlog!.statements.every((s) => s.perEvent > 0 && s.errors === 0));
+
+    // The capacity search: from --capacity-start, doubled, bounded by --max-rate.
+    assert.deepEqual(
+      results.summary.capacity.map((c) => c.target),
+      ['background'],
+    );
+    const [capacity] = results.capacity;
+    assert.deepEqual(
+      capacity!.trials.map((t) => t.rate),
+      capacity!.trials[0]!.passed ? [250, 500] : [250],
+    );
+    assert.equal(capacity!.capacity, Math.max(0, ...capacity!.trials.filter((t) => t.passed).map((t) => t.rate)));
+
     for (const run of results.runs.filter((r) => r.target === 'background')) {
       const processing = run.saturation.processing!;
       assert.ok(processing.newEvents > 0);
@@ -87,6 +126,8 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     assert.deepEqual(saved.summary, results.summary);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| ceiling \(node:http \+ signature check, no database\) \| \d+/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## End-to-end capacity[\s\S]*\| webhook-inbox, background \(default\) \| \d+ \| — \|/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## Backlog: processing alone \(60 events[\s\S]*\| `update 'webhook_events' set 'status' = \?/);
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);
@@ -98,7 +139,11 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
 
     // Each target's log is kept beside the report, to look into a run's non-2xx afterwards.
     const logs = readdirSync(join(out, 'logs'));
-    assert.deepEqual(logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(), ['background', 'baseline', 'ceiling'], logs.join(', '));
+    assert.deepEqual(
+      logs.map((name) => name.replace(/-\d+\.log$/, '')).sort(),
+      ['background', 'background', 'baseline', 'ceiling', 'naive', 'receive-only', 'worker', 'worker'],
+      logs.join(', '),
+    );
     assert.match(
       readFileSync(
         join(
@@ -112,7 +157,7 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
     );
 
     // --profile: each target's CPU profiles, each with its flame graph.
-    for (const target of ['baseline-1', 'ceiling-1', 'background-1']) {
+    for (const target of ['baseline-1', 'ceiling-1', 'background-1', 'naive-1', 'backlog-worker-1']) {
       const files = readdirSync(join(out, 'profiles', target));
       const profiles = files.filter((name) => name.endsWith('.cpuprofile'));
       assert.ok(profiles.length > 0, `${target}: ${files.join(', ')}`);

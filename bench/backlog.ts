@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createBenchDatabase, drain } from './database.js';
+import type { LoadResult } from './load-generator.js';
+import { countersPer, headline, readServerCounters, type ServerCounters } from './server-status.js';
+import { round } from './stats.js';
+import { startTarget, startWorker, TARGETS } from './targets.js';
+
+/**
+ * What processing costs per event, apart from receiving: `events` deliveries recorded by the service
+ * without workers (`serve --no-workers`), then one `webhook-inbox worker` started alone on that
+ * backlog and timed until every event is processed and every outbox effect done, reading the worker's
+ * CPU, MariaDB's CPU and MariaDB's statement and row counters over that window.
+ */
+export interface BacklogRun {
+  repetition: number;
+  /** Distinct events waiting when the worker started. */
+  events: number;
+  /** Seconds from the worker's start until everything was done; null when the drain wait ran out. */
+  drainSec: number | null;
+  eventsPerSec: number | null;
+  /** The worker's CPU per event, its start-up (measured on an empty database just before) taken off. */
+  serviceCpuMsPerEvent: number;
+  workerStartupCpuSec: number;
+  databaseCpuMsPerEvent: number | null;
+  /** Server-wide counter differences per event (Com_*, Handler_*, Innodb_rows_*): see server-status.ts. */
+  perEvent: ServerCounters;
+  statementsPerEvent: number;
+  rowWritesPerEvent: number;
+  rowReadsPerEvent: number;
+  commitsPerEvent: number;
+  /** The worker's statements by shape (bench/statement-probe.mjs), most frequent first. */
+  statements: StatementShare[];
+}
+
+/** One statement shape of the worker, per processed event. */
+export interface StatementShare {
+  shape: string;
+  perEvent: number;
+  rowsChangedPerEvent: number;
+  /** Round-trip wall time per event (send to answer, waiting for a connection included; round trips overlap). */
+  msPerEvent: number;
+  errors: number;
+}
+
+/** What bench/statement-probe.mjs writes: each shape's count, rows changed, wall time. */
+interface ProbedStatement {
+  shape: string;
+  count: number;
+  rowsChanged: number;
+  ms: number;
+  errors: number;
+}
+
+const STATEMENT_PROBE = resolve(import.meta.dirname, 'statement-probe.mjs');
+
+export interface BacklogOptions {
+  events: number;
+  repetition: number;
+  mysqlUrl: string;
+  workDir: string;
+  logDir: string;
+  drainTimeoutSec: number;
+  serviceEnv: Record<string, string>;
+  /** Where the worker's --cpu-prof profile goes, or null for none. */
+  profileDir: string | null;
+  route: (databaseUrl: string) => string;
+  /** Sends every delivery of a pool of `events` distinct events to `url` once, at saturation. */
+  record: (url: string, events: number) => Promise<LoadResult>;
+  /** Called with what is running, so an interrupted bench can stop it. */
+  holding: <T>(cleanup: () => Promise<void>, body: () => Promise<T>) => Promise<T>;
+}
+
+/** How long an idle worker runs on an empty database to measure what starting one costs. */
+const STARTUP_PROBE_MS = 2000;
+
+export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
+  const database = await createBenchDatabase('mysql', options.mysqlUrl, options.workDir);
+  const url = options.route(database.url);
+  return options.holding(
+    () => database.drop(),
+    async () => {
+      const idle = startWorker(url, options.logDir, { env: options.serviceEnv });
+      const workerStartupCpuSec = await options.holding(
+        () => idle.stop(),
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, STARTUP_PROBE_MS));
+          idle.assertRunning();
+          return idle.cpuSeconds();
+        },
+      );
+
+      const receiver = await startTarget(TARGETS['receive-only']!, url, options.logDir, { env: options.serviceEnv });
+      await options.holding(
+        () => receiver.stop(),
+        () => options.record(receiver.url, options.events),
+      );
+      const { waiting } = await database.store.db
+        .selectFrom('webhook_events')
+        .select((eb) => eb.fn.countAll<number>().as('waiting'))
+        .where('status', '=', 'received')
+        .executeTakeFirstOrThrow();
+      const events = Number(waiting);
+
+      const countersBefore = await readServerCounters(options.mysqlUrl);
+      const databaseBefore = database.serverCpuSeconds();
+      const started = performance.now();
+      const statementFile = join(options.workDir, `statements-${options.repetition}.json`);
+      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `backlog-worker-${options.repetition}`)}`] : [];
+      const worker = startWorker(url, options.logDir, {
+        nodeArgs: ['--import', STATEMENT_PROBE, ...profile],
+        env: { ...options.serviceEnv, STATEMENT_PROBE_FILE: statementFile },
+      });
+      return options.holding(
+        () => worker.stop(),
+        async () => {
+          const drained = await drain(database.store, options.drainTimeoutSec * 1000);
+          const seconds = (performance.now() - started) / 1000;
+          worker.assertRunning();
+          const serviceCpu = worker.cpuSeconds() - workerStartupCpuSec;
+          const databaseAfter = database.serverCpuSeconds();
+          const perEvent = countersPer(countersBefore, await readServerCounters(options.mysqlUrl), events);
+          const { statements: statementCount, rowWrites, rowReads, commits } = headline(perEvent);
+          const perEventMs = (cpuSeconds: number) => (events === 0 ? 0 : round((cpuSeconds * 1000) / events, 3));
+          // The probe writes its file as the worker exits.
+          await worker.stop();
+          const per = (value: number) => (events === 0 ? 0 : round(value / events, 3));
+          const statements = (JSON.parse(readFileSync(statementFile, 'utf8')) as ProbedStatement[]).map((s) => ({
+            shape: s.shape,
+            perEvent: per(s.count),
+            rowsChangedPerEvent: per(s.rowsChanged),
+            msPerEvent: per(s.ms),
+            errors: s.errors,
+          }));
+          return {
+            repetition: options.repetition,
+            events,
+            drainSec: drained ? round(seconds, 1) : null,
+            eventsPerSec: drained && seconds > 0 ? Math.round(events / seconds) : null,
+            serviceCpuMsPerEvent: perEventMs(serviceCpu),
+            workerStartupCpuSec: round(workerStartupCpuSec),
+            databaseCpuMsPerEvent: databaseBefore === null || databaseAfter === null ? null : perEventMs(databaseAfter - databaseBefore),
+            perEvent,
+            statementsPerEvent: statementCount,
+            rowWritesPerEvent: rowWrites,
+            rowReadsPerEvent: rowReads,
+            commitsPerEvent: commits,
+            statements,
+          };
+        },
+      );
+    },
+  );
+}

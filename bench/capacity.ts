@@ -1,0 +1,66 @@
+import type { ProcessingStats } from './database.js';
+import type { LoadResult } from './load-generator.js';
+
+/**
+ * End-to-end capacity: the highest offered rate a target sustains with acknowledgements fast and
+ * processing keeping up, found by fixed-rate steps: doubling from a start rate until one fails, then
+ * halving the gap between the highest pass and the lowest failure a few times.
+ */
+export const CAPACITY_LIMITS = { ackP99Ms: 50, keepUp: 0.95, lagP99Ms: 1000 } as const;
+
+export interface CapacityTrial {
+  rate: number;
+  passed: boolean;
+  acksPerSec: number;
+  ackP99Ms: number | null;
+  keepUp: number | null;
+  lagP99Ms: number | null;
+  failures: number;
+}
+
+export interface CapacitySearch {
+  start: number;
+  /** Steps of bisection after the first failure. */
+  refine: number;
+  /** No step above this rate (the load generator's pool and the machine set it). */
+  max: number;
+}
+
+/** A fixed-rate step passes when every delivery got a 2xx, the ack p99 and the processing lag are within limits, and processing kept up. */
+export function trialOf(rate: number, step: { load: LoadResult; processing: ProcessingStats | null }): CapacityTrial {
+  const { load, processing } = step;
+  const failures = load.non2xx + load.errors;
+  const ackP99Ms = load.latencyMs.p99;
+  const keepUp = processing?.keepUp ?? null;
+  const lagP99Ms = processing?.lagMs.p99 ?? null;
+  const passed =
+    failures === 0 &&
+    ackP99Ms !== null &&
+    ackP99Ms <= CAPACITY_LIMITS.ackP99Ms &&
+    keepUp !== null &&
+    keepUp >= CAPACITY_LIMITS.keepUp &&
+    lagP99Ms !== null &&
+    lagP99Ms < CAPACITY_LIMITS.lagP99Ms;
+  return { rate, passed, acksPerSec: Math.round(load.acksPerSec), ackP99Ms, keepUp, lagP99Ms, failures };
+}
+
+/** The next rate to try after `trials`, or null when the search is over. */
+export function nextCapacityRate(trials: CapacityTrial[], search: CapacitySearch): number | null {
+  if (trials.length === 0) return Math.min(search.start, search.max);
+  const firstFailure = trials.findIndex((t) => !t.passed);
+  if (firstFailure === -1) {
+    const last = trials.at(-1)!.rate;
+    return last >= search.max ? null : Math.min(last * 2, search.max);
+  }
+  if (trials.length - 1 - firstFailure >= search.refine) return null;
+  const highestPass = Math.max(0, ...trials.filter((t) => t.passed).map((t) => t.rate));
+  const lowestFailure = Math.min(...trials.filter((t) => !t.passed).map((t) => t.rate));
+  // Rounded to tens: finer steps are below what one run on a shared machine can tell apart.
+  const next = Math.round((highestPass + lowestFailure) / 20) * 10;
+  return next <= highestPass || next >= lowestFailure ? null : next;
+}
+
+/** The highest rate that passed, or 0 when none did. */
+export function capacityOf(trials: CapacityTrial[]): number {
+  return Math.max(0, ...trials.filter((t) => t.passed).map((t) => t.rate));
+}

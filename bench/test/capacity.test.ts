@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { capacityOf, nextCapacityRate, trialOf, type CapacityTrial } from '../capacity.js';
+import type { ProcessingStats } from '../database.js';
+import type { LoadResult } from '../load-generator.js';
+
+const search = { start: 100, refine: 2, max: 8000 };
+
+/** Runs the search against a target that passes every rate up to `limit`. */
+function searchUpTo(limit: number, options = search): number[] {
+  const trials: CapacityTrial[] = [];
+  for (let rate = nextCapacityRate(trials, options); rate !== null; rate = nextCapacityRate(trials, options)) {
+    trials.push({ rate, passed: rate <= limit, acksPerSec: rate, ackP99Ms: 1, keepUp: 1, lagP99Ms: 1, failures: 0 });
+  }
+  return trials.map((t) => t.rate);
+}
+
+const load = (overrides: Partial<LoadResult> = {}): LoadResult => ({
+  mode: 'paced',
+  offeredRate: 100,
+  startedAt: 0,
+  finishedAt: 1000,
+  requests: 100,
+  acks: 100,
+  non2xx: 0,
+  errors: 0,
+  acksPerSec: 100,
+  latencyMs: { count: 100, p50: 5, p99: 20, p99_9: 30, max: 40 },
+  uniqueEvents: 100,
+  duplicatesInPool: 0,
+  poolWrapped: false,
+  ...overrides,
+});
+const processing = (keepUp: number, lagP99: number | null): ProcessingStats => ({
+  newEvents: 100,
+  newPerSec: 100,
+  processedPerSec: 100 * keepUp,
+  keepUp,
+  lagMs: { count: 100, p50: 10, p99: lagP99, p99_9: lagP99, max: lagP99 },
+  lagByPaymentRankMs: [
+    { count: 0, p50: null, p99: null, p99_9: null, max: null },
+    { count: 0, p50: null, p99: null, p99_9: null, max: null },
+    { count: 0, p50: null, p99: null, p99_9: null, max: null },
+  ],
+  unprocessed: 0,
+  settledAfterMs: 0,
+});
+
+describe('capacity search', () => {
+  test('doubles until a step fails, then halves the gap `refine` times', () => {
+    assert.deepEqual(searchUpTo(650), [100, 200, 400, 800, 600, 700]);
+    assert.equal(capacityOf(searchUpTo(650).map((rate) => ({ rate, passed: rate <= 650 }) as CapacityTrial)), 600);
+  });
+
+  test('without refinement it stops at the first failure; a failing start gives 0', () => {
+    assert.deepEqual(searchUpTo(250, { ...search, refine: 0 }), [100, 200, 400]);
+    assert.deepEqual(searchUpTo(10, { ...search, refine: 1 }), [100, 50]);
+    assert.equal(capacityOf([{ rate: 100, passed: false } as CapacityTrial]), 0);
+  });
+
+  test('stops at --max-rate when every step passes', () => {
+    assert.deepEqual(searchUpTo(Infinity, { ...search, max: 500 }), [100, 200, 400, 500]);
+  });
+
+  test('stops when the gap is closed', () => {
+    assert.deepEqual(searchUpTo(15, { start: 10, refine: 5, max: 100 }), [10, 20]);
+  });
+
+  test('a step passes only with every delivery acknowledged, ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s', () => {
+    assert.equal(trialOf(100, { load: load(), processing: processing(1, 200) }).passed, true);
+    assert.equal(trialOf(100, { load: load({ latencyMs: { count: 1, p50: 1, p99: 51, p99_9: 60, max: 70 } }), processing: processing(1, 200) }).passed, false);
+    assert.equal(trialOf(100, { load: load(), processing: processing(0.9, 200) }).passed, false);
+    assert.equal(trialOf(100, { load: load(), processing: processing(1, 1000) }).passed, false);
+    assert.equal(trialOf(100, { load: load({ non2xx: 1 }), processing: processing(1, 200) }).passed, false);
+    assert.equal(trialOf(100, { load: load(), processing: null }).passed, false, 'a target that does not process has no end-to-end capacity');
+  });
+});

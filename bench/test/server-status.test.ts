@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { countersOf, countersPer, headline } from '../server-status.js';
+import { statementShape } from '../statement-probe.mjs';
+
+describe('server counters per event', () => {
+  test('keeps the numeric Com_*, Handler_* and Innodb_rows_* counters and Questions', () => {
+    const counters = countersOf([
+      { Variable_name: 'Com_insert', Value: '10' },
+      { Variable_name: 'Handler_write', Value: '7' },
+      { Variable_name: 'Innodb_rows_updated', Value: '3' },
+      { Variable_name: 'Questions', Value: '50' },
+      { Variable_name: 'Uptime', Value: '99' },
+      { Variable_name: 'Com_show_status_text', Value: 'OFF' },
+    ]);
+    assert.deepEqual(counters, { Com_insert: 10, Handler_write: 7, Innodb_rows_updated: 3, Questions: 50 });
+  });
+
+  test('divides what moved by the events, and sums statements, row writes, reads and commits', () => {
+    const perEvent = countersPer(
+      { Com_insert: 10, Com_update: 0, Com_select: 5, Handler_write: 0, Handler_update: 0, Handler_read_key: 0, Handler_commit: 0, Com_stmt_execute: 0 },
+      { Com_insert: 30, Com_update: 40, Com_select: 5, Handler_write: 60, Handler_update: 40, Handler_read_key: 100, Handler_commit: 20, Com_stmt_execute: 60 },
+      20,
+    );
+    assert.deepEqual(perEvent, { Com_insert: 1, Com_update: 2, Handler_write: 3, Handler_update: 2, Handler_read_key: 5, Handler_commit: 1, Com_stmt_execute: 3 });
+    // Prepared executions also count under their own Com_<kind>: not counted twice.
+    assert.deepEqual(headline(perEvent), { statements: 3, rowWrites: 5, rowReads: 5, commits: 1 });
+  });
+});
+
+describe('statement shapes', () => {
+  test('one shape whatever the values and however many rows, values or cases', () => {
+    const shape = (rows: number) =>
+      statementShape(
+        `update \`outbox\` set \`status\` = case id ${Array.from({ length: rows }, (_, i) => `when ${i} then 'sent'`).join(' ')} end where (${Array.from({ length: rows }, (_, i) => `(\`id\` = ${i} and \`lease_token\` = 'x${i}')`).join(' or ')}) and \`n\` in (${Array.from({ length: rows }, () => '?').join(', ')})`,
+      );
+    assert.equal(shape(2), shape(7));
+    assert.equal(shape(3), 'update `outbox` set `status` = case id when … then … end where ((`id` = ? and `lease_token` = ?) or …) and `n` in (…)');
+    assert.equal(statementShape("insert into `t` (`a`, `b`)\n  values (?, 'it''s'), (3, NULL)"), 'insert into `t` (`a`, `b`) values (…), …');
+    assert.notEqual(statementShape('select * from `a`'), statementShape('select * from `b`'));
+  });
+});
