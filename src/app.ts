@@ -25,7 +25,7 @@ import { PrometheusMetrics } from './observability/prometheus.js';
 import { Readiness, storeChecks, type ReadinessCheck } from './observability/readiness.js';
 import { createOutboxDispatcher } from './outbox/open-outbox.js';
 import { OutboxStore } from './outbox/outbox-store.js';
-import type { OutboxTransports } from './outbox/transport.js';
+import { skippedOutboxKinds, type OutboxTransports } from './outbox/transport.js';
 import { Processor } from './processing/processor.js';
 import { Sweeper } from './processing/sweeper.js';
 import { WorkerPool } from './processing/worker-pool.js';
@@ -86,7 +86,15 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
-  const apply = options.apply ?? paymentApplier({ toCanonical: providers.toCanonical, handlers: domains.handlers, eventHandlers: domains.eventHandlers, clock });
+  const apply =
+    options.apply ??
+    paymentApplier({
+      toCanonical: providers.toCanonical,
+      handlers: domains.handlers,
+      eventHandlers: domains.eventHandlers,
+      clock,
+      skippedOutboxKinds: skippedOutboxKinds(domains.transports),
+    });
   const { processing } = config;
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const processor = new Processor({

@@ -20,6 +20,8 @@ export interface EventContext<DB extends InboxDatabase = InboxDatabase> {
   signal: AbortSignal;
   /** The completion batch the event is part of: `batch.atCommit` shares one write among its events. */
   batch: CompletionBatch;
+  /** Outbox kinds no transport delivers in this process, with the outcome their rows are written with. */
+  skippedOutboxKinds?: ReadonlyMap<string, string>;
 }
 
 export interface PaymentContext<DB extends InboxDatabase = InboxDatabase> extends EventContext<DB> {
@@ -72,11 +74,18 @@ const STORED_FIELDS = [
  * The standard applier: provider event -> canonical payment event -> forward-only payment state ->
  * the handlers registered for the state the payment is in. Event handlers run first, for every event.
  */
-export function paymentApplier(options: { toCanonical: ToCanonical; handlers: PaymentHandlers; eventHandlers?: EventHandler[]; clock: Clock }): EventApplier {
+export function paymentApplier(options: {
+  toCanonical: ToCanonical;
+  handlers: PaymentHandlers;
+  eventHandlers?: EventHandler[];
+  clock: Clock;
+  skippedOutboxKinds?: ReadonlyMap<string, string>;
+}): EventApplier {
+  const { skippedOutboxKinds } = options;
   return async (tx, event, signal, batch) => {
     const canonical = options.toCanonical(event.provider, event);
     const now = toDbTime(options.clock.now());
-    for (const handler of options.eventHandlers ?? []) await handler({ tx, event, canonical, now, signal, batch });
+    for (const handler of options.eventHandlers ?? []) await handler({ tx, event, canonical, now, signal, batch, skippedOutboxKinds });
     if (canonical.kind === 'ignored') return { text: `ignored: ${canonical.reason}` };
 
     // MySQL's INSERT IGNORE would store the first 255 characters (64 of a currency), and both drivers a
@@ -90,7 +99,7 @@ export function paymentApplier(options: { toCanonical: ToCanonical; handlers: Pa
     const state = change.payment.status;
     if (change.applied || change.enriched) {
       for (const handler of options.handlers[state] ?? []) {
-        await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal, batch });
+        await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal, batch, skippedOutboxKinds });
       }
     }
     if (change.applied) return { text: `applied: payment ${canonical.paymentId} ${state}` };

@@ -49,16 +49,18 @@ const batchRows = perBatch<Array<Insertable<OutboxTable>>, unknown>(
  * Adds an outbox row in the processing transaction: it commits with the event, or not at all, and
  * the dispatcher delivers it after the commit, at least once, under its key. Rows are written at the
  * batch's commit, one statement for every handler and event of the batch, in the order they were added.
+ * A row of a kind in `skippedOutboxKinds` is written final, skipped, with that outcome: nothing would
+ * deliver it, and an operator's retry makes it due again once something can.
  */
-export function writeOutbox(context: { batch: CompletionBatch; now: DbTime }, message: NewOutboxMessage): void {
+export function writeOutbox(context: { batch: CompletionBatch; now: DbTime; skippedOutboxKinds?: ReadonlyMap<string, string> }, message: NewOutboxMessage): void {
   const { batch, now } = context;
+  const skippedOutcome = context.skippedOutboxKinds?.get(message.kind);
   batchRows(batch, null).push({
     idempotency_key: storableKey(message.key),
     kind: message.kind,
     payload: JSON.stringify(message.payload ?? null),
-    status: 'pending',
+    ...(skippedOutcome === undefined ? { status: 'pending', next_attempt_at: now } : { status: 'skipped', next_attempt_at: null, outcome: skippedOutcome }),
     attempts: 0,
-    next_attempt_at: now,
     created_at: now,
     depends_on_key: message.after === undefined ? null : storableKey(message.after),
     ordering_key: message.orderingKey === undefined ? null : storableKey(message.orderingKey),

@@ -29,7 +29,20 @@ export type OutboxTransports = Record<string, OutboxTransport>;
 export class NotConfigured implements OutboxTransport {
   constructor(readonly reason: string) {}
 
-  async deliver(): Promise<Delivered> {
-    return { status: 'skipped', outcome: `skipped: ${this.reason}` };
+  get outcome(): string {
+    return `skipped: ${this.reason}`;
   }
+
+  async deliver(): Promise<Delivered> {
+    return { status: 'skipped', outcome: this.outcome };
+  }
+}
+
+/**
+ * The kinds this process cannot deliver, each with the outcome its rows get: the processing
+ * transaction writes them already skipped, so they cost no claim and no finish. Once the transport is
+ * configured, `webhook-inbox outbox retry --status skipped` makes them due again.
+ */
+export function skippedOutboxKinds(transports: OutboxTransports): ReadonlyMap<string, string> {
+  return new Map(Object.entries(transports).flatMap(([kind, transport]) => (transport instanceof NotConfigured ? [[kind, transport.outcome]] : [])));
 }

@@ -252,30 +252,44 @@ for (const backend of STORE_BACKENDS) {
       await db?.drop();
     });
 
-    test('neither SMTP nor fulfilment configured: every side effect is logged and marked skipped, not dropped', async () => {
+    test('neither SMTP nor fulfilment configured: every side effect is written skipped with its reason, not dropped, and no dispatcher touches it', async () => {
       const lines = () => logLines.map((line) => JSON.parse(line) as { level: number; msg: string; kind?: string; idempotencyKey?: string });
-      const skippedLines = () => lines().filter((line) => line.msg === 'outbox message skipped');
       await server.post(capture('evt_skip', 'pi_skip'));
-      // A row's line is written once its "skipped" update has committed, so the test waits for both.
-      await waitFor(
-        'both rows skipped and logged',
-        async () => (await server.db.selectFrom('outbox').select('status').where('status', '=', 'skipped').execute()).length === 2 && skippedLines().length === 2,
-      );
-      const rows = await server.db.selectFrom('outbox').select(['kind', 'outcome']).orderBy('kind').execute();
+      await waitFor('both rows written', async () => (await server.db.selectFrom('outbox').select('id').execute()).length === 2);
+      // Written final by the processing transaction: never pending, never claimed, no attempt.
+      const rows = await server.db
+        .selectFrom('outbox')
+        .select(['kind', 'status', 'outcome', 'attempts', 'next_attempt_at', 'lease_owner', 'idempotency_key'])
+        .orderBy('kind')
+        .execute();
       assert.deepEqual(rows, [
-        { kind: 'fulfilment', outcome: 'skipped: FULFILLMENT_URL is not set' },
-        { kind: 'receipt_email', outcome: 'skipped: SMTP_URL is not set' },
+        {
+          kind: 'fulfilment',
+          status: 'skipped',
+          outcome: 'skipped: FULFILLMENT_URL is not set',
+          attempts: 0,
+          next_attempt_at: null,
+          lease_owner: null,
+          idempotency_key: 'fulfilment:stripe:pi_skip',
+        },
+        {
+          kind: 'receipt_email',
+          status: 'skipped',
+          outcome: 'skipped: SMTP_URL is not set',
+          attempts: 0,
+          next_attempt_at: null,
+          lease_owner: null,
+          idempotency_key: 'receipt:stripe:pi_skip',
+        },
       ]);
-      const skipped = skippedLines();
-      assert.deepEqual(skipped.map((line) => line.idempotencyKey).sort(), ['fulfilment:stripe:pi_skip', 'receipt:stripe:pi_skip']);
-      // Each row is an info line; the warning comes once per kind, at start, naming the setting.
-      assert.ok(skipped.every((line) => line.level === pino.levels.values.info));
+      // The warning comes once per kind, at start, naming the setting; no line per row.
       const warnings = lines().filter((line) => line.level === pino.levels.values.warn && line.msg.includes('rows are marked skipped'));
       assert.deepEqual(warnings.map((line) => [line.kind, /(\w+_URL) is not set/.exec(line.msg)?.[1]]).sort(), [
         ['fulfilment', 'FULFILLMENT_URL'],
         ['fulfilment_cancellation', 'FULFILLMENT_URL'],
         ['receipt_email', 'SMTP_URL'],
       ]);
+      assert.equal(lines().filter((line) => line.msg === 'outbox message skipped').length, 0);
     });
 
     test('a kind without a transport, and a row whose holders kept dying, fail for an operator', async () => {
