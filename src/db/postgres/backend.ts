@@ -124,9 +124,12 @@ export const postgresBackend: StoreBackend = {
       // Ids are bigint: numbers, as the other stores return them (ids stay far below 2^53).
       types: { getTypeParser: ((oid: number, format?: string) => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as never))) as typeof pg.types.getTypeParser },
     });
-    // An idle connection the server dropped (restart, failover) is reported on the pool; without a
-    // listener node would end the process. The pool discards it, and the next query connects anew.
+    // A connection the server dropped (restart, failover, crash) emits 'error'; without a listener
+    // node would end the process. The pool listens only while the connection is idle (and discards
+    // it); one checked out, between two statements of a transaction say, is listened to here: its
+    // next statement fails (the database is unavailable) and the pool discards it on release.
     pool.on('error', () => {});
+    pool.on('connect', (connection) => connection.on('error', () => {}));
     return new Kysely<InboxDatabase>({ dialect: new StoreDialect({ pool }) });
   },
 
