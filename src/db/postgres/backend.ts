@@ -50,6 +50,10 @@ const INVALID_CATALOG_NAME = '3D000';
 /** pg_type oids of the integer types node-postgres returns as strings (bigint and count(*)). */
 const INT8_OID = 20;
 
+/** Ids are bigint: numbers, as the other stores return them (ids stay far below 2^53), for this pool alone. */
+const INTEGER_IDS = new pg.TypeOverrides();
+INTEGER_IDS.setTypeParser(INT8_OID, Number);
+
 function driverError(error: unknown): { code?: string; message?: string } {
   return typeof error === 'object' && error !== null ? error : {};
 }
@@ -121,8 +125,7 @@ export const postgresBackend: StoreBackend = {
       max: poolSize,
       connectionTimeoutMillis: 5000,
       keepAlive: true,
-      // Ids are bigint: numbers, as the other stores return them (ids stay far below 2^53).
-      types: { getTypeParser: ((oid: number, format?: string) => (oid === INT8_OID ? Number : pg.types.getTypeParser(oid, format as never))) as typeof pg.types.getTypeParser },
+      types: INTEGER_IDS,
     });
     // A connection the server dropped (restart, failover, crash) emits 'error'; without a listener
     // node would end the process. The pool listens only while the connection is idle (and discards

@@ -47,6 +47,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0006_payu_transaction_keys',
       '0013_payment_metadata',
       '0015_outbox_ordering',
+      '0016_copy_progress',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
