@@ -178,6 +178,9 @@ async function openInbox<DB extends InboxDatabase>(config: Config, options: Inbo
       throw error;
     }
   }
+  // Said, never refused: the operator may have chosen the risk. A database down now is met by the workers.
+  const warnings = await inbox.store.settingWarnings().catch(() => []);
+  for (const warning of warnings) inbox.logger.warn(warning);
   return inbox;
 }
 

@@ -7,6 +7,7 @@ import { maskedConfig, maskedVariables, variableLines } from '../config/display.
 import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
 import { registerArchiveCommands } from './commands/archive.js';
+import { registerCopyCommand } from './commands/copy.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerEventsCommands } from './commands/events.js';
 import { registerOutboxCommand } from './commands/outbox.js';
@@ -109,6 +110,7 @@ registerPaymentsCommands(program);
 registerReplayCommand(program);
 registerStuckCommand(program);
 registerArchiveCommands(program);
+registerCopyCommand(program);
 registerSendCommand(program);
 registerDemoCommand(program);
 registerOutboxCommand(program, () => configOrExit().config);

@@ -2,12 +2,11 @@
  * DATABASE_URL: which store, and where. The schemes are configuration, so they are read here; the
  * database backends (db/) connect to what this accepts.
  */
-export const DATABASE_URL_EXAMPLES = 'sqlite:./data/webhook-inbox.db or mysql://user:password@host:3306/database';
+export const DATABASE_URL_EXAMPLES = 'sqlite:./data/webhook-inbox.db, mysql://user:password@host:3306/database or postgres://user:password@host:5432/database';
 
-export type DatabaseScheme = 'sqlite' | 'mysql';
+export type DatabaseScheme = 'sqlite' | 'mysql' | 'postgres';
 
-const SCHEMES: Record<string, DatabaseScheme> = { 'sqlite:': 'sqlite', 'mysql:': 'mysql' };
-const POSTGRES_SCHEMES = new Set(['postgres:', 'postgresql:']);
+const SCHEMES: Record<string, DatabaseScheme> = { 'sqlite:': 'sqlite', 'mysql:': 'mysql', 'postgres:': 'postgres', 'postgresql:': 'postgres' };
 
 /**
  * `sqlite:path` (relative to the working directory) or `sqlite:/absolute/path`. Returns the file
@@ -24,7 +23,7 @@ export function sqliteFilePath(url: URL): { path: string } | { problem: string }
   return { path };
 }
 
-/** The database a server URL names (`mysql://host/name` -> `name`). */
+/** The database a server URL names (`mysql://host/name` or `postgres://host/name` -> `name`). */
 export function serverDatabaseName(url: string): string {
   return decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
 }
@@ -38,13 +37,12 @@ export function databaseScheme(raw: string): { scheme: DatabaseScheme } | { prob
     return { problem: `is not a valid URL (expected ${DATABASE_URL_EXAMPLES})` };
   }
   const scheme = SCHEMES[url.protocol];
-  if (POSTGRES_SCHEMES.has(url.protocol)) return { problem: `names a PostgreSQL database, which is not supported: use SQLite or MySQL/MariaDB (${DATABASE_URL_EXAMPLES})` };
-  if (!scheme) return { problem: `must start with sqlite: or mysql:// (got "${url.protocol}")` };
+  if (!scheme) return { problem: `must start with sqlite:, mysql:// or postgres:// (got "${url.protocol}")` };
   if (scheme === 'sqlite') {
     const file = sqliteFilePath(url);
     return 'problem' in file ? file : { scheme };
   }
-  return serverDatabaseName(raw) === '' ? { problem: 'must name a database, e.g. mysql://user@host:3306/webhook_inbox' } : { scheme };
+  return serverDatabaseName(raw) === '' ? { problem: `must name a database, e.g. ${scheme}://user@host/webhook_inbox` } : { scheme };
 }
 
 /** What is wrong with a DATABASE_URL, or null when a store can open it. */

@@ -20,6 +20,14 @@ export interface StoreBackend {
   ensureDatabase(url: string): Promise<void>;
   /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */
   insertReturning(db: Kysely<InboxDatabase>): Promise<boolean>;
+  /**
+   * After rows were inserted with ids of their own (a copy, a fixture): the next id generated for
+   * `table` must come after them. MySQL and SQLite follow the largest id by themselves; a PostgreSQL
+   * identity is a sequence, set here.
+   */
+  followInsertedIds(db: Kysely<InboxDatabase>, table: string): Promise<void>;
+  /** What an operator should know about the server's settings at start (settings that risk acknowledged events). */
+  startupWarnings(db: Kysely<InboxDatabase>): Promise<string[]>;
   /** Deadlocks and lock timeouts: the transaction can simply run again. */
   isTransientConflict(error: unknown): boolean;
   /** The database cannot be reached right now: callers answer 503 and retry later. */

@@ -59,12 +59,26 @@ export function compiledRowsStatement<Values extends Record<string, unknown>, Pa
   }
   const before = whole.compiled.sql.slice(0, at);
   const after = whole.compiled.sql.slice(at + row.compiled.sql.length);
+  const rowSql = rowRepeater(row.compiled.sql, row.compiled.parameters.length);
   return (rows) => {
     if (rows.length === 0) throw new Error('compiledRowsStatement: at least one row');
     return db.executeQuery({
       ...whole.compiled,
-      sql: `${before}${rows.map(() => row.compiled.sql).join(separator)}${after}`,
+      sql: `${before}${rows.map((_, i) => rowSql(i)).join(separator)}${after}`,
       parameters: rows.flatMap(row.bind),
     });
   };
+}
+
+/** A numbered placeholder (PostgreSQL's `$1`); MySQL and SQLite number theirs by position (`?`). */
+const NUMBERED_PLACEHOLDER = /\$(\d+)/g;
+
+/**
+ * The SQL of a row part for the row at index i: with numbered placeholders, the i-th row's are
+ * numbered after those of the rows before it. The row part is compiled by kysely, every value a
+ * parameter, so a `$` followed by digits in its text is a placeholder.
+ */
+function rowRepeater(sql: string, parametersPerRow: number): (index: number) => string {
+  if (!NUMBERED_PLACEHOLDER.test(sql)) return () => sql;
+  return (index) => sql.replace(NUMBERED_PLACEHOLDER, (_, n: string) => `$${Number(n) + index * parametersPerRow}`);
 }

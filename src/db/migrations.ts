@@ -169,5 +169,19 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
         await db.schema.createIndex('ix_outbox_ordering').on('outbox').columns(['ordering_key', 'id']).execute();
       },
     },
+    // `webhook-inbox copy` keeps here, in the target, how far it has copied each table from a source:
+    // written in the transaction of each batch, so a copy cut short resumes where it stopped.
+    '0016_copy_progress': {
+      async up(db) {
+        await table(db.schema, 'copy_progress')
+          .addColumn('source', types.shortText, (c) => c.notNull())
+          .addColumn('table_name', types.shortText, (c) => c.notNull())
+          .addColumn('last_id', types.bigint, (c) => c.notNull())
+          .addColumn('copied', types.bigint, (c) => c.notNull())
+          .addColumn('updated_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_copy_progress_source_table', ['source', 'table_name'])
+          .execute();
+      },
+    },
   };
 }

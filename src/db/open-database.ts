@@ -1,9 +1,10 @@
 import { databaseScheme, type DatabaseScheme } from '../config/database-url.js';
 import type { StoreBackend } from './backend.js';
 import { mysqlBackend } from './mysql/backend.js';
+import { postgresBackend } from './postgres/backend.js';
 import { sqliteBackend } from './sqlite/backend.js';
 
-const BACKENDS: Record<DatabaseScheme, StoreBackend> = { mysql: mysqlBackend, sqlite: sqliteBackend };
+const BACKENDS: Record<DatabaseScheme, StoreBackend> = { mysql: mysqlBackend, postgres: postgresBackend, sqlite: sqliteBackend };
 
 /** The backend of a DATABASE_URL (validated by config/database-url.ts), chosen once by its scheme. */
 export function backendFor(url: string): StoreBackend {

@@ -16,6 +16,8 @@ const LONE_SURROGATE = /\p{Cs}/u;
 export function unstorableText(text: string, maxLength = MAX_KEY_LENGTH): string | null {
   if (text.length > maxLength) return `is longer than ${maxLength} characters`;
   if (LONE_SURROGATE.test(text)) return 'is not valid Unicode (it holds a lone UTF-16 surrogate)';
+  // JSON's "\u0000" escape makes one; PostgreSQL's text refuses it, so no store keeps it.
+  if (text.includes('\u0000')) return 'holds a NUL character (U+0000)';
   return null;
 }
 

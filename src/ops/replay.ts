@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { ProcessResult } from '../processing/processor.js';
 import type { ProviderRegistry } from '../providers/registry.js';
+import { insertReturningId } from '../db/insert-id.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import { OperationError } from './errors.js';
 import { findEvents, resolveEvent, type EventFilter, type EventRow } from './event-lookup.js';
@@ -85,9 +86,9 @@ export class Replayer {
 
   private async replay(event: EventRow, actor: string, reason: string): Promise<ReplayItem> {
     const { db, clock } = this.deps;
-    const logged = await db
-      .insertInto('event_replays')
-      .values({
+    const logged = await insertReturningId(
+      db,
+      db.insertInto('event_replays').values({
         event_row_id: event.id,
         provider: event.provider,
         event_id: event.event_id,
@@ -97,13 +98,13 @@ export class Replayer {
         previous_attempts: event.attempts,
         previous_error: event.last_error,
         requested_at: toDbTime(clock.now()),
-      })
-      .executeTakeFirstOrThrow();
+      }),
+    );
     const item = await this.makeDueAndProcess(event);
     await db
       .updateTable('event_replays')
       .set({ result: replayResultText(item), finished_at: toDbTime(clock.now()) })
-      .where('id', '=', Number(logged.insertId))
+      .where('id', '=', logged)
       .execute();
     return item;
   }

@@ -142,6 +142,11 @@ export interface InboxStore {
   ping(): Promise<void>;
   /** Names of the migrations not applied yet (empty when the schema is current). */
   pendingMigrations(): Promise<string[]>;
+  /**
+   * Server settings that put acknowledged events at risk, each a sentence for the start-up log
+   * (PostgreSQL's synchronous_commit turned off, say); empty when there are none.
+   */
+  settingWarnings(): Promise<string[]>;
 
   /**
    * Whether `error` says the database cannot be reached or refuses this service: the store's own

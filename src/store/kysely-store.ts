@@ -77,6 +77,10 @@ export class KyselyInboxStore implements InboxStore {
     return this.errors.guard(() => pendingMigrations(this.db, this.storeBackend, this.domainMigrations));
   }
 
+  settingWarnings(): Promise<string[]> {
+    return this.errors.guard(() => this.storeBackend.startupWarnings(this.db));
+  }
+
   async ping(): Promise<void> {
     await this.errors.guard(() => sql`select 1`.execute(this.db));
   }

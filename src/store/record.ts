@@ -88,13 +88,23 @@ export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyo
 const UNBOUNDED_TEXT_COLUMNS: ReadonlySet<keyof NewEventRow> = new Set(['payload', 'headers']);
 
 /**
+ * A column of a new event's row in `newEventSource`. `attempts` is a literal 0, which every new row
+ * has: PostgreSQL types a UNION's column of untyped parameters as text, which an integer column
+ * refuses.
+ */
+function columnSource(eb: ExpressionBuilder<InboxDatabase, never>, column: keyof NewEventRow, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
+  if (column === 'attempts') return sql.lit(0).as(column);
+  return UNBOUNDED_TEXT_COLUMNS.has(column) ? eb.cast(eb.val(value(column)), 'char').as(column) : eb.val(value(column)).as(column);
+}
+
+/**
  * One new event as a row to insert, unless its key was archived. The archive commits the key before
  * it deletes the row, so an insert racing it meets one or the other: the row (the unique key ignores
  * the insert) or the key (this condition drops it).
  */
 export function newEventSource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
   return db
-    .selectNoFrom(NEW_EVENT_COLUMNS.map((column) => (UNBOUNDED_TEXT_COLUMNS.has(column) ? sql`cast(${value(column)} as char)` : sql.val(value(column))).as(column)))
+    .selectNoFrom((eb) => NEW_EVENT_COLUMNS.map((column) => columnSource(eb, column, value)))
     .where((eb) => eb.not(eb.exists(eb.selectFrom('archived_event_keys').select('id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')))));
 }
 

@@ -3,12 +3,16 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 
 /** The MySQL server the integration tests use; each test file gets a database of its own on it. */
 const MYSQL_SERVER_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
 
+/** The PostgreSQL server the integration tests use, the same way. */
+const POSTGRES_SERVER_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432';
+
 /** Every store adapter: the contract and HTTP-level suites run once per entry. */
-export const STORE_BACKENDS = ['mysql', 'sqlite'] as const;
+export const STORE_BACKENDS = ['mysql', 'postgres', 'sqlite'] as const;
 export type StoreBackendName = (typeof STORE_BACKENDS)[number];
 
 export interface TestDatabase {
@@ -19,18 +23,30 @@ export interface TestDatabase {
 
 export type TestDatabaseOrSkip = TestDatabase | { skip: string };
 
+const CREATE: Record<StoreBackendName, () => Promise<TestDatabaseOrSkip>> = {
+  mysql: createMysqlDatabase,
+  postgres: createPostgresDatabase,
+  sqlite: createSqliteDatabase,
+};
+
 /**
- * Creates a uniquely named database for one test file: a MySQL database on the shared server, or a
- * SQLite file in a fresh temporary directory. When MySQL is unreachable the file's MySQL tests are
- * skipped locally, but fail when REQUIRE_SERVICES=1 (as in CI), so CI can never skip silently.
+ * Creates a uniquely named database for one test file: a MySQL or PostgreSQL database on the shared
+ * server, or a SQLite file in a fresh temporary directory. When a server is unreachable the file's
+ * tests on it are skipped locally, but fail when REQUIRE_SERVICES=1 (as in CI), so CI can never skip
+ * silently.
  */
 export async function createTestDatabase(backend: StoreBackendName = 'mysql'): Promise<TestDatabaseOrSkip> {
-  return backend === 'mysql' ? createMysqlDatabase() : createSqliteDatabase();
+  return CREATE[backend]();
 }
 
 /** One database per backend, keyed by backend name, for files that run their suite on every store. */
 export async function createTestDatabases(): Promise<Record<StoreBackendName, TestDatabaseOrSkip>> {
-  return { mysql: await createMysqlDatabase(), sqlite: await createSqliteDatabase() };
+  return { mysql: await createMysqlDatabase(), postgres: await createPostgresDatabase(), sqlite: await createSqliteDatabase() };
+}
+
+function unreachable(reason: string): { skip: string } {
+  if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${reason} (REQUIRE_SERVICES=1)`);
+  return { skip: reason };
 }
 
 async function createMysqlDatabase(): Promise<TestDatabaseOrSkip> {
@@ -39,9 +55,7 @@ async function createMysqlDatabase(): Promise<TestDatabaseOrSkip> {
   try {
     connection = await createConnection({ uri: MYSQL_SERVER_URL, connectTimeout: 3000 });
   } catch (error) {
-    const reason = `MariaDB not reachable at ${MYSQL_SERVER_URL}: ${(error as Error).message}`;
-    if (process.env.REQUIRE_SERVICES === '1') throw new Error(`${reason} (REQUIRE_SERVICES=1)`);
-    return { skip: reason };
+    return unreachable(`MariaDB not reachable at ${MYSQL_SERVER_URL}: ${(error as Error).message}`);
   }
   await connection.query(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
   await connection.end();
@@ -53,6 +67,35 @@ async function createMysqlDatabase(): Promise<TestDatabaseOrSkip> {
       await c.query(`DROP DATABASE IF EXISTS \`${name}\``);
       await c.end();
     },
+  };
+}
+
+/** Runs `statement` on the server's maintenance database. */
+async function onPostgresServer(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${POSTGRES_SERVER_URL}/postgres`, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.query(statement);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * A database with the server's default collation, not the byte-order one the store creates for
+ * itself: the store's columns must compare byte for byte on their own.
+ */
+async function createPostgresDatabase(): Promise<TestDatabaseOrSkip> {
+  const name = `wi_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  try {
+    await onPostgresServer(`create database ${name}`);
+  } catch (error) {
+    return unreachable(`PostgreSQL not reachable at ${POSTGRES_SERVER_URL}: ${(error as Error).message}`);
+  }
+  return {
+    backend: 'postgres',
+    url: `${POSTGRES_SERVER_URL}/${name}`,
+    drop: () => onPostgresServer(`drop database if exists ${name} with (force)`),
   };
 }
 

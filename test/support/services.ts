@@ -1,18 +1,19 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { waitFor } from './harness.js';
 import { exitOf } from './cli.js';
 import { freePort } from './processes.js';
 
 /**
  * Redis for the tests: the shared server (a stream of its own per test file), or a private
- * redis-server / mariadbd that a fault test may flush, stop and restart without disturbing anyone.
+ * redis-server / mariadbd / postgres that a fault test may flush, stop and restart without disturbing anyone.
  * Missing services skip the tests locally and fail them when REQUIRE_SERVICES=1 (as in CI).
  */
 const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -75,8 +76,15 @@ function binary(name: string): string | null {
 }
 
 /** Starts `command` and waits for `ready`; the child is killed when it does not get there. */
-async function startServer(command: string, args: string[], what: string, ready: () => Promise<boolean>, logs: () => string): Promise<ChildProcess> {
-  const child = spawn(command, args, { stdio: 'ignore' });
+async function startServer(
+  command: string,
+  args: string[],
+  what: string,
+  ready: () => Promise<boolean>,
+  logs: () => string,
+  user: { uid: number; gid: number } | null = null,
+): Promise<ChildProcess> {
+  const child = spawn(command, args, { stdio: 'ignore', ...(user ?? {}) });
   try {
     await waitFor(
       `${what} to accept connections`,
@@ -229,4 +237,90 @@ export class PrivateMariadb {
     }
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Where Debian puts the server's programs (not on PATH). */
+const POSTGRES_BIN = process.env.TEST_POSTGRES_BIN ?? '/usr/lib/postgresql/15/bin';
+
+/**
+ * A postgres of the test's own (data directory, port, socket directory), which the test may stop,
+ * kill, pause and restart. Its login takes a password (scram), so a wrong one is refused. PostgreSQL
+ * refuses to run as root: when the test runs as root, the server runs as the `postgres` account.
+ */
+export class PrivatePostgres {
+  static readonly PASSWORD = 'wi-private-secret';
+  private child: ChildProcess | undefined;
+
+  private constructor(
+    private readonly dir: string,
+    private readonly owner: { uid: number; gid: number } | null,
+    readonly port: number,
+  ) {}
+
+  static async start(): Promise<PrivatePostgres | Unavailable> {
+    if (!existsSync(path.join(POSTGRES_BIN, 'initdb'))) return unavailable(`initdb not found in ${POSTGRES_BIN} (TEST_POSTGRES_BIN)`);
+    const owner = process.getuid?.() === 0 ? account('postgres') : null;
+    if (process.getuid?.() === 0 && !owner) return unavailable('running as root, and there is no postgres account to run the server as');
+    const dir = await mkdtemp(path.join(tmpdir(), 'wi-postgres-'));
+    await writeFile(path.join(dir, 'password'), PrivatePostgres.PASSWORD);
+    if (owner) for (const file of [dir, path.join(dir, 'password')]) await chown(file, owner.uid, owner.gid);
+    const installed = spawnSync(
+      path.join(POSTGRES_BIN, 'initdb'),
+      ['-D', `${dir}/data`, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${dir}/password`, '--encoding=UTF8', '--no-locale', '--no-sync'],
+      { encoding: 'utf8', ...(owner ?? {}) },
+    );
+    if (installed.status !== 0) throw new Error(`initdb failed:\n${installed.stdout}${installed.stderr}`);
+    const server = new PrivatePostgres(dir, owner, await freePort());
+    await server.startServer();
+    return server;
+  }
+
+  /** Server URL with the password, without a database. */
+  get url(): string {
+    return `postgres://postgres:${PrivatePostgres.PASSWORD}@127.0.0.1:${this.port}`;
+  }
+
+  async startServer(): Promise<void> {
+    const args = ['-D', `${this.dir}/data`, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'shared_buffers=32MB', '-c', 'max_connections=50'];
+    const ping = async () => {
+      const client = new pg.Client({ connectionString: `${this.url}/postgres`, connectionTimeoutMillis: 1000 });
+      client.on('error', () => undefined);
+      try {
+        await client.connect();
+        return true;
+      } catch {
+        return false;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    };
+    const logs = () => spawnSync('tail', ['-20', `${this.dir}/server.log`], { encoding: 'utf8' }).stdout;
+    this.child = await startServer('sh', ['-c', `exec ${POSTGRES_BIN}/postgres "$@" >>${this.dir}/server.log 2>&1`, 'postgres', ...args], 'postgres', ping, logs, this.owner);
+  }
+
+  /** A fast shutdown (SIGINT), as when an operator stops the server: sessions are ended, the server exits. */
+  async stopServer(): Promise<void> {
+    if (this.child?.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGINT');
+    await exitOf(this.child);
+  }
+
+  /** A crash of the postmaster: its backends go with it; the next start recovers from the WAL. */
+  async kill(): Promise<void> {
+    if (this.child?.exitCode !== null || this.child.signalCode !== null) return;
+    spawnSync('pkill', ['-KILL', '-P', String(this.child.pid)]);
+    this.child.kill('SIGKILL');
+    await exitOf(this.child);
+  }
+
+  async destroy(): Promise<void> {
+    await this.kill();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+function account(name: string): { uid: number; gid: number } | null {
+  const found = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+  if (found.status !== 0) return null;
+  return { uid: Number(found.stdout.trim()), gid: Number(spawnSync('id', ['-g', name], { encoding: 'utf8' }).stdout.trim()) };
 }

@@ -110,6 +110,12 @@ export const mysqlBackend: StoreBackend = {
     return hasInsertReturning(rows[0]?.version ?? '');
   },
 
+  async followInsertedIds() {},
+
+  async startupWarnings() {
+    return [];
+  },
+
   isTransientConflict(error) {
     const { errno } = driverError(error);
     return errno === ER_LOCK_DEADLOCK || errno === ER_LOCK_WAIT_TIMEOUT;

@@ -178,6 +178,12 @@ export const sqliteBackend: StoreBackend = {
     return true;
   },
 
+  async followInsertedIds() {},
+
+  async startupWarnings() {
+    return [];
+  },
+
   isTransientConflict(error) {
     return CONFLICT_CODES.test(errorCode(error));
   },

@@ -184,6 +184,7 @@ describe('an unreachable database', () => {
   const unreachable = {
     // Port 1 refuses connections.
     mysql: 'mysql://root@127.0.0.1:1/wi_unreachable',
+    postgres: 'postgres://postgres@127.0.0.1:1/wi_unreachable',
     // A path below a regular file can never be opened.
     sqlite: `sqlite:${import.meta.filename}/inbox.db`,
   };

@@ -47,6 +47,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0006_payu_transaction_keys',
       '0013_payment_metadata',
       '0015_outbox_ordering',
+      '0016_copy_progress',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
@@ -54,6 +55,22 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
   test('migrations are versioned: a second run applies nothing', async () => {
     assert.deepEqual(await store.migrate(), []);
     assert.equal(store.backend, suite.backend);
+  });
+
+  test('event ids compare byte for byte: case, accents and other scripts make different events', async () => {
+    const ids = ['evt_A', 'evt_a', 'evt_é', 'evt_e\u0301', 'evt_É', 'evt_ß', 'evt_ss', 'evt_日本', 'evt_😀'];
+    const first = await Promise.all(ids.map((id) => store.record(verified(id))));
+    assert.deepEqual(
+      first.map((r) => r.outcome),
+      ids.map(() => 'recorded'),
+    );
+    assert.equal(new Set(first.map((r) => r.id)).size, ids.length, 'a row of its own each');
+    const again = await Promise.all(ids.map((id) => store.record(verified(id))));
+    assert.deepEqual(
+      again.map((r) => [r.outcome, r.id]),
+      first.map((r) => ['duplicate', r.id]),
+    );
+    for (const [i, id] of ids.entries()) assert.equal((await store.findEvent('stripe', id))?.id, first[i]!.id, id);
   });
 
   test('record: first insert is recorded, the same key again is a duplicate of the same row', async () => {

@@ -42,6 +42,7 @@ for (const backend of STORE_BACKENDS) {
         '0006_payu_transaction_keys',
         '0013_payment_metadata',
         '0015_outbox_ordering',
+        '0016_copy_progress',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

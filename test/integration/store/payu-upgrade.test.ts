@@ -6,6 +6,7 @@ import { Migrator, type Kysely } from 'kysely';
 import { coursePlatformMigrations } from '../../../src/course-platform/migrations.js';
 import { inboxMigrations } from '../../../src/db/migrations.js';
 import { mysqlBackend } from '../../../src/db/mysql/backend.js';
+import { postgresBackend } from '../../../src/db/postgres/backend.js';
 import { rekeyPayuByTransaction } from '../../../src/db/payu-transaction-keys.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
@@ -22,7 +23,7 @@ import { payuDelivery } from '../../support/signing.js';
  */
 const FIXTURE = JSON.parse(readFileSync(path.join(PROVIDERS_DIR, '..', 'upgrade', 'payu-mihpayid-keys.json'), 'utf8')) as Record<string, unknown>;
 const TABLES = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox', 'payment_leases'] as const;
-const BACKENDS = { mysql: mysqlBackend, sqlite: sqliteBackend };
+const BACKENDS = { mysql: mysqlBackend, postgres: postgresBackend, sqlite: sqliteBackend };
 /** The store's tables read and written as plain rows: the fixture is written as older versions stored it. */
 const looseDb = (store: InboxStore) => store.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
 const databases = await createTestDatabases();
@@ -63,11 +64,13 @@ for (const backend of STORE_BACKENDS) {
       if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
       // What 0002 created then besides: the course platform's tables, as its own migration makes them now.
       await coursePlatformMigrations(BACKENDS[backend].columnTypes)['0014_orders_and_enrollments']!.up(store.db);
-      for (const table of TABLES)
+      for (const table of TABLES) {
         await looseDb(store)
           .insertInto(table)
           .values(FIXTURE[table] as Array<Record<string, unknown>>)
           .execute();
+        await BACKENDS[backend].followInsertedIds(store.db, table);
+      }
       applied = await store.migrate();
     });
     after(async () => {
