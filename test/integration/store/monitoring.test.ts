@@ -40,6 +40,9 @@ for (const backend of STORE_BACKENDS) {
         '0004_operations',
         '0005_outbox_dispatch',
         '0006_payu_transaction_keys',
+        '0010_event_source',
+        '0011_reconcile_runs',
+        '0012_provider_answer_stats',
         '0013_payment_metadata',
         '0015_outbox_ordering',
       ]);
