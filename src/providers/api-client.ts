@@ -105,7 +105,7 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
   const chunks: Uint8Array[] = [];
   let size = 0;
   if (response.body) {
-    for await (const chunk of response.body) {
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
       size += chunk.byteLength;
       if (size > maxBytes) {
         // Leaving the loop cancels the stream.

@@ -27,7 +27,11 @@ export interface RazorpayPage<T> {
   full: boolean;
 }
 
-type Settings = { keyId: string; keySecret: string; apiBase: string };
+interface Settings {
+  keyId: string;
+  keySecret: string;
+  apiBase: string;
+}
 
 /** `GET /v1/payments` and `GET /v1/refunds` (from/to on created_at, count/skip), basic auth with the key id and secret. */
 export function razorpayPaymentsApi(settings: Settings, options: ApiClientOptions) {
