@@ -1,7 +1,17 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
-import type { Config, ForwardSettings, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, ProviderAlertSettings, ReconcileSettings, RedisSettings } from './settings.js';
+import type {
+  Config,
+  ForwardSettings,
+  HttpSettings,
+  OperationsSettings,
+  OutboxSettings,
+  PayuSettings,
+  ProviderAlertSettings,
+  ReconcileSettings,
+  RedisSettings,
+} from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';

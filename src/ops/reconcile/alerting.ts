@@ -21,7 +21,12 @@ export async function alertIfMissing(report: ReconcileReport, alertWebhookUrl: s
 }
 
 /** A scheduled run: the last RECONCILE_WINDOW, every configured provider, alerting when anything was missing. */
-export async function runScheduledReconcile(settings: ReconcileSettings, alertWebhookUrl: string | null, inbox: Inbox, window?: { since: Date; until: Date }): Promise<ReconcileReport> {
+export async function runScheduledReconcile(
+  settings: ReconcileSettings,
+  alertWebhookUrl: string | null,
+  inbox: Inbox,
+  window?: { since: Date; until: Date },
+): Promise<ReconcileReport> {
   const until = inbox.clock.now();
   const report = await reconcile({ window: window ?? { since: new Date(until.getTime() - settings.windowMs), until } }, { inbox, settings });
   for (const run of report.runs) {

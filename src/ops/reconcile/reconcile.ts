@@ -139,12 +139,15 @@ class ProviderRunner {
 
   async dryRun(source: ReconcileSource, window: ReconcileWindow): Promise<ProviderReconcileReport> {
     const report = emptyReport(source.provider, null, false, window, 'dry-run');
+    const listed = new Set<string>();
     let cursor: string | null = null;
     try {
       for (let pages = 0; ; pages++) {
         if (pages >= this.maxPages) throw new OperationError(`more than RECONCILE_MAX_PAGES (${this.maxPages}) pages; narrow the window`, 'reconcile_pages');
         const page = await source.page(cursor);
-        const missing = await this.missing(source.provider, page.candidates);
+        // Nothing is recorded as it goes, so an event two pages report (a payment, then its refund) is one.
+        const missing = (await this.missing(source.provider, page.candidates)).filter((event) => !listed.has(event.eventId));
+        for (const event of missing) listed.add(event.eventId);
         report.found += missing.length;
         report.errors += page.problems.length;
         if (page.problems.length > 0) report.lastError = page.problems.at(-1)!;
@@ -170,7 +173,10 @@ class ProviderRunner {
         const page = await source.page(cursor);
         const missing = await this.missing(source.provider, page.candidates);
         this.list(report, missing);
-        await Promise.all(missing.map((event) => this.limit(() => this.record(event, run.runKey))));
+        // Every record of the page settles before a failure stops the run, so its counts are all in.
+        const recorded = await Promise.allSettled(missing.map((event) => this.limit(() => this.record(event, run.runKey))));
+        const failure = recorded.find((result) => result.status === 'rejected');
+        if (failure) throw failure.reason;
         await runs.progress(run.runKey, {
           errors: page.problems.length,
           ...(page.problems.length > 0 ? { lastError: page.problems.at(-1)! } : {}),

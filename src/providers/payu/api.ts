@@ -8,7 +8,24 @@ import { identifier } from '../payload.js';
 export const PAYU_VERIFY_BATCH = 25;
 
 /** The fields of a transaction's details that a callback carries too, copied into the recorded event. */
-const CALLBACK_FIELDS = ['mihpayid', 'txnid', 'status', 'unmappedstatus', 'productinfo', 'firstname', 'email', 'udf1', 'udf2', 'udf3', 'udf4', 'udf5', 'mode', 'bank_ref_num', 'error_code', 'field9'];
+const CALLBACK_FIELDS = [
+  'mihpayid',
+  'txnid',
+  'status',
+  'unmappedstatus',
+  'productinfo',
+  'firstname',
+  'email',
+  'udf1',
+  'udf2',
+  'udf3',
+  'udf4',
+  'udf5',
+  'mode',
+  'bank_ref_num',
+  'error_code',
+  'field9',
+];
 
 /**
  * The `verify_payment` command of PayU's post-service API: a form post of key, command, var1 (the

@@ -11,7 +11,12 @@ export const RAZORPAY_PAGE_SIZE = 100;
 const STATES: Record<string, PaymentState> = { created: 'created', authorized: 'authorized', captured: 'captured', refunded: 'refunded', failed: 'failed' };
 
 /** The event type a webhook of each state has; `created` has none (no webhook reports it). */
-const EVENT_TYPES: Partial<Record<PaymentState, string>> = { authorized: 'payment.authorized', captured: 'payment.captured', failed: 'payment.failed', refunded: 'refund.processed' };
+const EVENT_TYPES: Partial<Record<PaymentState, string>> = {
+  authorized: 'payment.authorized',
+  captured: 'payment.captured',
+  failed: 'payment.failed',
+  refunded: 'refund.processed',
+};
 
 export interface RazorpayPayment {
   id: string;
