@@ -154,7 +154,7 @@ export async function createApp<DB extends InboxDatabase = InboxDatabase>(config
   }
   const app = await createServer(config, inbox);
   if (options.workers !== false) inbox.start();
-  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger });
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox });
   // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
   app.addHook('onClose', () => operations.stop());
   return { app, inbox };

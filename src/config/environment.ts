@@ -180,6 +180,18 @@ export class EnvReader {
     }
   }
 
+  /** A duration, or "off" (the default) for none. */
+  optionalDuration(name: string): number | null {
+    const raw = this.read(name, 'off');
+    if (raw === undefined || raw.toLowerCase() === 'off') return null;
+    try {
+      return parseDuration(raw);
+    } catch (error) {
+      this.problem(`${name}: ${(error as Error).message}, or "off"`);
+      return null;
+    }
+  }
+
   /** A cron expression (5 or 6 fields, UTC), or "off" for none. */
   cron(name: string, fallback: string | null): string | null {
     const raw = this.read(name, fallback ?? 'off');

@@ -1,7 +1,17 @@
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
-import type { Config, ForwardSettings, HttpSettings, OperationsSettings, OutboxSettings, PayuSettings, RedisSettings } from './settings.js';
+import type {
+  Config,
+  ForwardSettings,
+  HttpSettings,
+  OperationsSettings,
+  OutboxSettings,
+  PayuSettings,
+  ProviderAlertSettings,
+  ReconcileSettings,
+  RedisSettings,
+} from './settings.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
@@ -79,7 +89,7 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
       recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },
     redis: readRedis(read),
-    operations: readOperations(read),
+    operations: readOperations(read, payu),
     outbox: readOutbox(read),
     coursePlatform: read.boolean('COURSE_PLATFORM', true),
     forward: readForward(read),
@@ -117,7 +127,7 @@ function readRedis(read: EnvReader): RedisSettings | null {
   return url ? { url, stream } : null;
 }
 
-function readOperations(read: EnvReader): OperationsSettings {
+function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsSettings {
   const archiveCron = read.cron('ARCHIVE_CRON', null);
   const archiveDir = read.string('ARCHIVE_DIR', '') || null;
   if (archiveCron && !archiveDir) read.problem('ARCHIVE_DIR must be set when ARCHIVE_CRON is set (where the archive files go)');
@@ -129,6 +139,41 @@ function readOperations(read: EnvReader): OperationsSettings {
       outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
     },
     archive: { cron: archiveCron, dir: archiveDir, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+    reconcile: readReconcile(read, payu),
+    alerts: readProviderAlerts(read),
+  };
+}
+
+function readReconcile(read: EnvReader, payu: PayuSettings | null): ReconcileSettings {
+  const apiBase = (name: string, fallback: string) => read.url(name, ['http:', 'https:'], fallback) ?? fallback;
+  const stripeKey = read.optionalSecret('STRIPE_API_KEY');
+  if (stripeKey && !/^(rk|sk)_/.test(stripeKey)) read.problem('STRIPE_API_KEY must be a Stripe API key (rk_... restricted, read-only, or sk_...), not the webhook secret');
+  const stripeBase = apiBase('STRIPE_API_BASE', 'https://api.stripe.com');
+  const keyId = read.optionalSecret('RAZORPAY_KEY_ID');
+  const keySecret = read.optionalSecret('RAZORPAY_KEY_SECRET');
+  if (read.isSet('RAZORPAY_KEY_ID') !== read.isSet('RAZORPAY_KEY_SECRET')) read.problem('RAZORPAY_KEY_ID and RAZORPAY_KEY_SECRET must be set together');
+  const razorpayBase = apiBase('RAZORPAY_API_BASE', 'https://api.razorpay.com');
+  const payuBase = apiBase('PAYU_API_BASE', 'https://info.payu.in');
+  return {
+    apis: {
+      stripe: stripeKey ? { apiKey: stripeKey, apiBase: stripeBase } : null,
+      razorpay: keyId && keySecret ? { keyId, keySecret, apiBase: razorpayBase } : null,
+      payu: payu ? { ...payu, apiBase: payuBase } : null,
+    },
+    cron: read.cron('RECONCILE_CRON', null),
+    windowMs: read.duration('RECONCILE_WINDOW', '24h'),
+    maxPages: read.integer('RECONCILE_MAX_PAGES', 1000, { min: 1, max: 100_000 }),
+    concurrency: read.integer('RECONCILE_CONCURRENCY', 4, { min: 1, max: 64, hint: 'the providers rate-limit their APIs' }),
+    payuPendingOlderThanMs: read.duration('RECONCILE_PAYU_PENDING_OLDER_THAN', '30m'),
+  };
+}
+
+function readProviderAlerts(read: EnvReader): ProviderAlertSettings {
+  return {
+    non2xxForMs: read.duration('ALERT_NON_2XX_FOR', '2h'),
+    signatureFailureShare: read.number('ALERT_SIGNATURE_FAILURE_SHARE', 0.5, { min: 0, max: 1 }),
+    signatureFailureMinCount: read.integer('ALERT_SIGNATURE_FAILURE_MIN_COUNT', 10, { min: 1, max: 1_000_000 }),
+    providerSilentForMs: read.optionalDuration('ALERT_PROVIDER_SILENT_FOR'),
   };
 }
 

@@ -43,9 +43,48 @@ export interface RedisSettings {
   stream: string;
 }
 
+/** The providers' APIs that reconciliation asks; a provider left `null` is not reconciled (its key is missing). */
+export interface ReconcileApis {
+  /** STRIPE_API_KEY: a restricted key that reads events. */
+  stripe: { apiKey: string; apiBase: string } | null;
+  /** RAZORPAY_KEY_ID and RAZORPAY_KEY_SECRET, sent as basic auth. */
+  razorpay: { keyId: string; keySecret: string; apiBase: string } | null;
+  /** The merchant key and salt of the PayU callbacks (PAYU_MERCHANT_KEY, PAYU_MERCHANT_SALT). */
+  payu: { merchantKey: string; merchantSalt: string; apiBase: string } | null;
+}
+
+/** `webhook-inbox reconcile` and its schedule. */
+export interface ReconcileSettings {
+  apis: ReconcileApis;
+  /** Cron expression (UTC) of the scheduled run, or null (off). */
+  cron: string | null;
+  /** How far back a scheduled run looks. */
+  windowMs: number;
+  /** Pages asked of one provider's list endpoint in one run, at most: an API that pages forever is cut off. */
+  maxPages: number;
+  /** Provider API calls in flight at once. */
+  concurrency: number;
+  /** A PayU payment held in a non-final state for longer than this is verified with PayU. */
+  payuPendingOlderThanMs: number;
+}
+
+/** Rules that know how providers fail (docs/operations.md, Alerts). */
+export interface ProviderAlertSettings {
+  /** Alert when a provider was answered only non-2xx for longer than this. */
+  non2xxForMs: number;
+  /** Alert when a provider's share of signature failures in the last hour is above this... */
+  signatureFailureShare: number;
+  /** ... and there were at least this many of them. */
+  signatureFailureMinCount: number;
+  /** Alert when no event came from a provider for this long; null: off. */
+  providerSilentForMs: number | null;
+}
+
 /** Scheduled operator jobs (cron expressions in UTC; null = off) and where alerts go. */
 export interface OperationsSettings {
   alertWebhookUrl: string | null;
+  reconcile: ReconcileSettings;
+  alerts: ProviderAlertSettings;
   /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
   stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   archive: { cron: string | null; dir: string | null; olderThanMs: number };

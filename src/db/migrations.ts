@@ -157,6 +157,53 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
       },
     },
     '0006_payu_transaction_keys': { up: rekeyPayuByTransaction },
+    '0010_event_source': {
+      async up(db) {
+        // Written by the insert that records the event, never after: a reconciled event is one from the start.
+        await db.schema
+          .alterTable('webhook_events')
+          .addColumn('source', types.shortText, (c) => c.notNull().defaultTo('delivery'))
+          .execute();
+      },
+    },
+    '0011_reconcile_runs': {
+      async up(db) {
+        await table(db.schema, 'reconcile_runs')
+          .addColumn('run_key', types.key, (c) => c.notNull())
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('window_start', types.timestamp, (c) => c.notNull())
+          .addColumn('window_end', types.timestamp, (c) => c.notNull())
+          .addColumn('dry_run', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('status', types.shortText, (c) => c.notNull())
+          .addColumn('found', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('recorded', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('errors', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('cursor', types.longText)
+          .addColumn('last_error', types.longText)
+          .addColumn('started_at', types.timestamp, (c) => c.notNull())
+          .addColumn('finished_at', types.timestamp)
+          .addUniqueConstraint('uq_reconcile_runs_run_key', ['run_key'])
+          .execute();
+        await db.schema.createIndex('ix_reconcile_runs_provider').on('reconcile_runs').columns(['provider', 'status']).execute();
+        await table(db.schema, 'operation_locks')
+          .addColumn('name', types.key, (c) => c.notNull())
+          .addColumn('owner', types.key, (c) => c.notNull())
+          .addColumn('expires_at', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_operation_locks_name', ['name'])
+          .execute();
+      },
+    },
+    '0012_provider_answer_stats': {
+      async up(db) {
+        await table(db.schema, 'provider_answer_stats')
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('minute', types.timestamp, (c) => c.notNull())
+          .addColumn('answer', types.shortText, (c) => c.notNull())
+          .addColumn('count', 'integer', (c) => c.notNull())
+          .addUniqueConstraint('uq_provider_answer_stats', ['provider', 'minute', 'answer'])
+          .execute();
+      },
+    },
     '0013_payment_metadata': {
       async up(db) {
         await db.schema.alterTable('payments').addColumn('metadata', types.longText).execute();

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { EventSource } from '../model/delivery.js';
 import type { PaymentState } from '../model/payment-event.js';
 
 /**
@@ -35,6 +36,8 @@ export interface WebhookEventsTable {
   processed_at: DbTime | null;
   /** The payment the event is about (from the provider's normaliser at receipt), or NULL. */
   payment_id: string | null;
+  /** How the event came in: a provider's delivery, or reconciliation with the provider's API. */
+  source: Generated<EventSource>;
 }
 
 /**
@@ -131,6 +134,50 @@ export interface ArchivedEventKeysTable {
   archived_at: DbTime;
 }
 
+/** `running` until it ends; a `running` run whose lock expired crashed, and the next run resumes it. */
+export type ReconcileRunStatus = 'running' | 'finished' | 'failed';
+
+/** One reconciliation run of one provider: its window, what it found and recorded, how far it got. */
+export interface ReconcileRunsTable {
+  id: Generated<number>;
+  /** Random and unique: how the run finds its own row on every store. */
+  run_key: string;
+  provider: string;
+  window_start: DbTime;
+  window_end: DbTime;
+  /** 1 for `--dry-run`: found, nothing recorded. */
+  dry_run: number;
+  status: ReconcileRunStatus;
+  found: number;
+  recorded: number;
+  errors: number;
+  /** Where the provider's listing continues (provider-specific text), committed as the run goes. */
+  cursor: string | null;
+  last_error: string | null;
+  started_at: DbTime;
+  finished_at: DbTime | null;
+}
+
+/** A lock of one operation across processes: held by `owner` until `expires_at` (renewed while it runs). */
+export interface OperationLocksTable {
+  id: Generated<number>;
+  name: string;
+  owner: string;
+  expires_at: DbTime;
+}
+
+/** How a provider was answered, per minute: every process adds its counts to the same rows. */
+export type ProviderAnswer = '2xx' | 'signature' | '4xx' | '5xx';
+
+export interface ProviderAnswerStatsTable {
+  id: Generated<number>;
+  provider: string;
+  /** The minute, 'YYYY-MM-DD HH:MM:00.000'. */
+  minute: DbTime;
+  answer: ProviderAnswer;
+  count: number;
+}
+
 /**
  * The inbox's own tables. A domain with tables of its own (the course platform, a team's handlers)
  * extends it: `interface MyDatabase extends InboxDatabase { grants: GrantsTable }`.
@@ -142,6 +189,9 @@ export interface InboxDatabase {
   payment_leases: PaymentLeasesTable;
   event_replays: EventReplaysTable;
   archived_event_keys: ArchivedEventKeysTable;
+  reconcile_runs: ReconcileRunsTable;
+  operation_locks: OperationLocksTable;
+  provider_answer_stats: ProviderAnswerStatsTable;
 }
 
 export function toDbTime(date: Date): DbTime {

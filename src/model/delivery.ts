@@ -35,6 +35,9 @@ export interface RawDelivery {
   receivedAt: Date;
 }
 
+/** How an event came in: a provider's delivery, or reconciliation with the provider's API. */
+export type EventSource = 'delivery' | 'reconcile';
+
 /** An authenticated delivery, ready to be recorded under the provider's own event id. */
 export interface VerifiedEvent {
   provider: ProviderName;
@@ -46,4 +49,6 @@ export interface VerifiedEvent {
   headers: Record<string, string>;
   /** The payload as the verifier read it, so receiving does not parse it again; absent when read back from the store. */
   parsedPayload?: Record<string, unknown>;
+  /** Absent for a delivery; `reconcile` for an event read from the provider's API. */
+  source?: EventSource;
 }

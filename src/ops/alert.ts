@@ -26,6 +26,24 @@ export function stuckAlertBody(report: StuckReport, source: string): { text: str
 export async function sendStuckAlert(url: string, report: StuckReport, logger: Logger, source: string): Promise<void> {
   const body = stuckAlertBody(report, source);
   logger.warn({ counts: report.counts, outboxCounts: report.outboxCounts, total: report.total }, body.text);
+  await postAlert(url, body);
+}
+
+/** An alert of a summary and sample lines, in the same Slack-compatible shape as the stuck check's. */
+export function alertBody(summary: string, lines: string[]): { text: string; blocks: unknown[] } {
+  const shown = lines.slice(0, SAMPLE_LINES);
+  if (lines.length > shown.length) shown.push(`… and ${lines.length - shown.length} more`);
+  return {
+    text: summary,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text: `*${summary}*` } },
+      ...(shown.length > 0 ? [{ type: 'section', text: { type: 'mrkdwn', text: shown.join('\n') } }] : []),
+    ],
+  };
+}
+
+/** Posts an alert body to ALERT_WEBHOOK_URL; a refused or failed post throws. */
+export async function postAlert(url: string, body: { text: string; blocks: unknown[] }): Promise<void> {
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -6,12 +6,16 @@ import type { OperationsSettings } from '../config/settings.js';
 import type { InboxDatabase } from '../db/schema.js';
 import { sendStuckAlert } from './alert.js';
 import { Archiver } from './archive/archiver.js';
+import type { Inbox } from '../inbox.js';
+import { runScheduledReconcile } from './reconcile/alerting.js';
 import { findStuck, summarizeStuck, type StuckReport } from './stuck.js';
 
 export interface OperationsDependencies {
   db: Kysely<InboxDatabase>;
   clock: Clock;
   logger: Logger;
+  /** The inbox reconciliation records through; without it, no reconcile is scheduled. */
+  inbox?: Inbox;
 }
 
 /** The stuck check as the service runs it: alert when anything is found, log either way. */
@@ -30,7 +34,7 @@ export interface ScheduledOperations {
 
 /**
  * The service's operator jobs on cron schedules (UTC): the stuck check (daily by default) and, when
- * configured, retention archiving. A run still going when the next is due is skipped, not stacked.
+ * configured, retention archiving and reconciliation with the providers' APIs. A run still going when the next is due is skipped, not stacked.
  */
 export function scheduleOperations(settings: OperationsSettings, deps: OperationsDependencies): ScheduledOperations {
   const running = new Set<Promise<unknown>>();
@@ -57,6 +61,9 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
       deps.logger.info({ dir, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
     });
   }
+
+  const { inbox } = deps;
+  if (inbox) schedule('reconcile', settings.reconcile.cron, () => runScheduledReconcile(settings.reconcile, settings.alertWebhookUrl, inbox));
 
   return {
     async stop() {

@@ -57,6 +57,7 @@ export function newEventRow({ event, paymentId, receivedAt }: RecordRequest) {
     next_attempt_at: receivedAt,
     created_at: receivedAt,
     payment_id: paymentId,
+    source: event.source ?? 'delivery',
   };
 }
 
@@ -74,6 +75,7 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
   next_attempt_at: true,
   created_at: true,
   payment_id: true,
+  source: true,
 };
 export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
 

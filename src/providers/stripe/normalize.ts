@@ -28,6 +28,23 @@ export const stripeToCanonical: Normalizer = ({ eventType, payload }) => {
   };
 };
 
+/** The event types stateOf gives a meaning: the types reconciliation asks Stripe's API for. */
+export const STRIPE_PAYMENT_EVENT_TYPES = [
+  'payment_intent.created',
+  'payment_intent.processing',
+  'payment_intent.amount_capturable_updated',
+  'payment_intent.succeeded',
+  'payment_intent.payment_failed',
+  'payment_intent.canceled',
+  'charge.succeeded',
+  'charge.captured',
+  'charge.failed',
+  'charge.refunded',
+  'checkout.session.completed',
+  'checkout.session.async_payment_succeeded',
+  'checkout.session.async_payment_failed',
+] as const;
+
 function stateOf(eventType: string, object: Record<string, unknown>): PaymentState | CanonicalEvent {
   switch (eventType) {
     case 'payment_intent.created':
