@@ -40,6 +40,9 @@ for (const backend of STORE_BACKENDS) {
         '0004_operations',
         '0005_outbox_dispatch',
         '0006_payu_transaction_keys',
+        '0007_admin_event_filters',
+        '0008_delivery_stats',
+        '0009_admin_actions',
         '0013_payment_metadata',
         '0015_outbox_ordering',
       ]);
