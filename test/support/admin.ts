@@ -1,3 +1,4 @@
+import { DeliveryStatsRecorder } from '../../src/admin/delivery-stats.js';
 import { coursePlatform } from '../../src/course-platform/course-platform.js';
 import type { PaymentHandlers } from '../../src/domain/applier.js';
 import { Harness } from './harness.js';
@@ -48,5 +49,7 @@ export async function startAdminService(url: string, counts: { paid: number; fai
   state.failing = true;
   for (let i = 0; i < counts.failing; i++) await post(i, 'failing');
   await service.waitFor('the failing events failed', async () => (await service.countRows('webhook_events', 'failed')) === counts.failing);
+  // The overview reads the counts each process writes every few seconds: written now, it shows them.
+  if (service.inbox.metrics instanceof DeliveryStatsRecorder) await service.inbox.metrics.flush();
   return { service, state };
 }

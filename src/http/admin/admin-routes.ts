@@ -16,7 +16,7 @@ const SECURITY_HEADERS = {
   'x-frame-options': 'DENY',
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
+  'referrer-policy': 'same-origin',
 };
 
 /** Routes anyone may reach: the sign-in page and the static files it uses. */

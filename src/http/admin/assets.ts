@@ -24,7 +24,7 @@ pre { background: #fff; border: 1px solid var(--line); padding: .7rem; overflow:
 .card .l { color: var(--muted); }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: .8rem; }
 .chart { background: #fff; border: 1px solid var(--line); padding: .5rem; }
-.chart svg { width: 100%; height: auto; }
+.chart svg.plot { width: 100%; height: auto; display: block; }
 .legend span { margin-right: .8rem; }
 .status-failed, .bad { color: var(--bad); font-weight: 600; }
 .status-processed, .ok { color: var(--ok); }

@@ -39,7 +39,7 @@ export function lineChart(title: string, unit: string, labels: string[], series:
           >`,
       )}</span
     >
-    <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${title} (${unit})">${ticks}${lines}${xLabels}</svg>
+    <svg class="plot" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${title} (${unit})">${ticks}${lines}${xLabels}</svg>
   </div>`;
 }
 

@@ -36,7 +36,8 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.post('/admin/sign-in', async (request, reply) => {
     const origin = headerValue(request.headers, 'origin');
-    if (origin !== undefined && origin !== `${request.protocol}://${request.host}`) return send(reply, pages.signInPage('Refused: sign in from this dashboard.'), 403);
+    if (origin !== undefined && origin !== 'null' && origin !== `${request.protocol}://${request.host}`)
+      return send(reply, pages.signInPage('Refused: sign in from this dashboard.'), 403);
     const token = bodyOf(request).token;
     const actor = typeof token === 'string' ? access.byToken(token.trim()) : null;
     if (!actor) return send(reply, pages.signInPage('That token is not one of ADMIN_TOKENS.'), 401);

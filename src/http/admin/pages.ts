@@ -305,7 +305,7 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
         ['Processed', time(view.processedAt)],
         ['Attempts', view.attempts],
         ['Next attempt', time(view.nextAttemptAt)],
-        ['Lease', view.lease.owner ? `${view.lease.owner} until ${time(view.lease.expiresAt)}` : 'none'],
+        ['Lease', view.lease.owner && view.lease.expiresAt ? `${view.lease.owner} until ${time(view.lease.expiresAt)}` : 'none'],
         ['Last error', html`<span class="mono">${view.lastError ?? ''}</span>`],
         ['Outcome', html`<span class="mono">${view.outcome ?? ''}</span>`],
       ])}
