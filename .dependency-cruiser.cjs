@@ -17,6 +17,7 @@ const LAYERS = [
   ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
   ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
+  ['src/admin/'], // the operator dashboard's logic: access, event list, audited actions, overview figures
   ['src/http/'], // fastify routes
   ['src/app.ts'], // the composition root
   ['src/cli/', 'src/index.ts'], // the command line and the library surface

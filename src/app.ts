@@ -12,6 +12,9 @@ import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
 import { forwarding } from './forwarding/forwarding.js';
+import { AdminDashboard } from './admin/dashboard.js';
+import { DeliveryStatsRecorder } from './admin/delivery-stats.js';
+import { adminRoutes } from './http/admin/admin-routes.js';
 import { installErrorHandling } from './http/errors.js';
 import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
@@ -82,7 +85,9 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   const domains = composeDomains(config, inboxDomains(config, options), [coursePlatform]);
   const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, recordConnections: config.dbRecordConnections, clock, migrations: domains.migrations });
   const outbox = new OutboxStore(store.db, clock);
-  const metrics = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
+  const counted = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
+  // Deliveries per minute go to the database too, so the admin overview sums every process.
+  const metrics = new DeliveryStatsRecorder(counted, store.db, clock, logger);
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);
@@ -131,13 +136,33 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
     logController: new LogController({ disableRequestLogging: true }),
     ...httpServerOptions(config.http),
+    // Only these proxies' X-Forwarded-For and -Proto are believed (the client's address, https).
+    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
   });
   routeEveryMethod(app);
   installErrorHandling(app);
   echoRequestId(app);
-  await app.register(webhookRoutes, { inbox, bodyLimitBytes: config.bodyLimitBytes, payuBodyLimitBytes: config.payuBodyLimitBytes });
+  const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
+  await app.register(webhookRoutes, {
+    inbox,
+    bodyLimitBytes: config.bodyLimitBytes,
+    payuBodyLimitBytes: config.payuBodyLimitBytes,
+    onRejected: stats ? (rejection) => stats.rejected(rejection) : undefined,
+  });
   await app.register(opsRoutes, { inbox });
+  if (config.admin) {
+    const dashboard = new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck);
+    await app.register(adminRoutes, { dashboard });
+    inbox.logger.info({ auth: config.admin.auth, tokens: config.admin.tokens.map((t) => `${t.name} (${t.role})`) }, 'admin dashboard served at /admin');
+  } else {
+    inbox.logger.info('admin dashboard off (/admin answers 404); to turn it on set ADMIN_TOKENS=name:operator:<token of 32+ characters> (see docs/operations.md)');
+  }
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
+  if (stats) {
+    stats.start();
+    // onClose hooks run last-added first: the last counts are written before the store closes.
+    app.addHook('onClose', () => stats.stop());
+  }
   return app;
 }
 

@@ -1,7 +1,11 @@
+import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
 import type {
+  AdminRole,
+  AdminSettings,
+  AdminToken,
   Config,
   ForwardSettings,
   HttpSettings,
@@ -93,6 +97,8 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     outbox: readOutbox(read),
     coursePlatform: read.boolean('COURSE_PLATFORM', true),
     forward: readForward(read),
+    trustProxy: readTrustProxy(read),
+    admin: readAdmin(read),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return { config, variables: [...read.variables.values()] };
@@ -215,6 +221,77 @@ function readForward(read: EnvReader): ForwardSettings | null {
     read.problem(`FORWARD_SECRET must be set when FORWARD_URL is set: every forwarded event is signed (make one with: ${generate})`);
   if (read.isSet('FORWARD_SECRET') && !read.isSet('FORWARD_URL')) read.problem('FORWARD_URL must be set when FORWARD_SECRET is set');
   return url && secrets && !malformed ? { url, secrets, timeoutMs, rawEvents } : null;
+}
+
+/** An admin token must be long enough that guessing it is hopeless. */
+export const ADMIN_TOKEN_MIN_LENGTH = 32;
+const ADMIN_ROLES: readonly AdminRole[] = ['viewer', 'operator'];
+
+function readTrustProxy(read: EnvReader): string[] {
+  const raw = read.string('TRUST_PROXY', '');
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  const bad = entries.filter((entry) => {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return true;
+    return bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128));
+  });
+  if (bad.length > 0) read.problem(`TRUST_PROXY must be comma-separated IP addresses or CIDR ranges, e.g. 10.0.0.5,192.168.0.0/16 (not: ${bad.join(', ')})`);
+  return bad.length > 0 ? [] : entries;
+}
+
+function readAdmin(read: EnvReader): AdminSettings | null {
+  const auth = read.oneOf('ADMIN_AUTH', ['tokens', 'proxy'] as const, 'tokens');
+  const tokens = readAdminTokens(read);
+  const sessionTtlMs = read.duration('ADMIN_SESSION_TTL', '8h');
+  const proxyHeader = read.string('ADMIN_PROXY_HEADER', '').toLowerCase() || null;
+  const proxyRoles = readProxyRoles(read);
+  if (auth === 'proxy') {
+    if (!proxyHeader) read.problem('ADMIN_PROXY_HEADER must be set when ADMIN_AUTH=proxy (the header your proxy sets to the user, e.g. X-Forwarded-Email)');
+    else if (!/^[a-z0-9-]+$/.test(proxyHeader)) read.problem(`ADMIN_PROXY_HEADER must be a header name (got "${proxyHeader}")`);
+    if (!read.isSet('ADMIN_PROXY_ROLES')) read.problem('ADMIN_PROXY_ROLES must be set when ADMIN_AUTH=proxy, e.g. alice@example.com:operator,*:viewer');
+    if (!read.isSet('TRUST_PROXY')) read.problem('TRUST_PROXY must be set when ADMIN_AUTH=proxy: the proxy header is believed only from those addresses');
+    return { auth, tokens, sessionTtlMs, proxyHeader, proxyRoles };
+  }
+  return tokens.length > 0 ? { auth, tokens, sessionTtlMs, proxyHeader: null, proxyRoles: [] } : null;
+}
+
+function readAdminTokens(read: EnvReader): AdminToken[] {
+  const entries = read.secretList('ADMIN_TOKENS') ?? [];
+  const tokens: AdminToken[] = [];
+  for (const [index, entry] of entries.entries()) {
+    const [name = '', role = '', ...rest] = entry.split(':');
+    const token = rest.join(':');
+    const position = `entry ${index + 1}`;
+    if (!/^[\w.@-]{1,64}$/.test(name))
+      read.problem(`ADMIN_TOKENS ${position} must be name:role:token with a name of letters, digits and _ . @ - (expected name:viewer|operator:token)`);
+    else if (!(ADMIN_ROLES as readonly string[]).includes(role)) read.problem(`ADMIN_TOKENS ${position} (${name}) has role "${role}"; the role must be viewer or operator`);
+    else if (token.length < ADMIN_TOKEN_MIN_LENGTH)
+      read.problem(`ADMIN_TOKENS ${position} (${name}) needs a token of at least ${ADMIN_TOKEN_MIN_LENGTH} characters (make one with: openssl rand -hex 32)`);
+    else if (tokens.some((t) => t.name === name)) read.problem(`ADMIN_TOKENS names ${name} twice; each token needs its own name (it is the actor in the audit log)`);
+    else if (tokens.some((t) => t.token === token)) read.problem(`ADMIN_TOKENS ${position} (${name}) repeats another entry's token; each needs its own`);
+    else tokens.push({ name, role: role as AdminRole, token });
+  }
+  return tokens;
+}
+
+function readProxyRoles(read: EnvReader): AdminSettings['proxyRoles'] {
+  const raw = read.string('ADMIN_PROXY_ROLES', '');
+  const roles: AdminSettings['proxyRoles'] = [];
+  for (const entry of raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '')) {
+    const at = entry.lastIndexOf(':');
+    const user = entry.slice(0, at);
+    const role = entry.slice(at + 1);
+    if (at <= 0 || !(ADMIN_ROLES as readonly string[]).includes(role)) read.problem(`ADMIN_PROXY_ROLES entry "${entry}" must be user:viewer or user:operator (user * for anyone)`);
+    else roles.push({ user, role: role as AdminRole });
+  }
+  return roles;
 }
 
 function readDatabaseUrl(read: EnvReader): string {

@@ -130,6 +130,28 @@ export interface HttpSettings {
   idleTimeoutMs: number;
 }
 
+/** viewer: reads everything; operator: may also replay events and retry outbox rows. */
+export type AdminRole = 'viewer' | 'operator';
+
+/** One named credential of ADMIN_TOKENS. */
+export interface AdminToken {
+  name: string;
+  role: AdminRole;
+  token: string;
+}
+
+/** Who may use /admin, and how they prove it; null (the default) turns /admin off. */
+export interface AdminSettings {
+  /** tokens: ADMIN_TOKENS only; proxy: a trusted proxy names the user (ADMIN_PROXY_HEADER), tokens still work for the API. */
+  auth: 'tokens' | 'proxy';
+  tokens: AdminToken[];
+  sessionTtlMs: number;
+  /** Lower-case header name the trusted proxy sets to the signed-in user (proxy auth only). */
+  proxyHeader: string | null;
+  /** In order, first match wins; user `*` matches anyone the proxy names. */
+  proxyRoles: Array<{ user: string; role: AdminRole }>;
+}
+
 export interface Config {
   host: string;
   port: number;
@@ -155,4 +177,7 @@ export interface Config {
   coursePlatform: boolean;
   /** Null: nothing is forwarded. */
   forward: ForwardSettings | null;
+  /** Addresses (IPs or CIDR ranges) of the reverse proxies whose X-Forwarded-* headers are believed. */
+  trustProxy: string[];
+  admin: AdminSettings | null;
 }

@@ -157,6 +157,67 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
       },
     },
     '0006_payu_transaction_keys': { up: rekeyPayuByTransaction },
+    '0007_admin_event_filters': {
+      async up(db) {
+        // The admin event list pages newest first through (created_at, id) under each filter: one
+        // index per filter, ending in the keyset, so a page reads its rows and no more.
+        const indexes: Array<[string, string[]]> = [
+          ['ix_webhook_events_created', ['created_at', 'id']],
+          ['ix_webhook_events_provider_created', ['provider', 'created_at', 'id']],
+          ['ix_webhook_events_status_created', ['status', 'created_at', 'id']],
+          ['ix_webhook_events_type_created', ['event_type', 'created_at', 'id']],
+          ['ix_webhook_events_payment_id', ['payment_id']],
+          ['ix_webhook_events_event_id', ['event_id']],
+          ['ix_outbox_status_id', ['status', 'id']],
+        ];
+        for (const [name, columns] of indexes)
+          await db.schema
+            .createIndex(name)
+            .on(name.startsWith('ix_outbox') ? 'outbox' : 'webhook_events')
+            .columns(columns)
+            .execute();
+      },
+    },
+    '0008_delivery_stats': {
+      async up(db) {
+        // One row per minute, provider and result, added to by every process: the overview sums them.
+        await table(db.schema, 'delivery_stats')
+          .addColumn('minute', types.timestamp, (c) => c.notNull())
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('result', types.shortText, (c) => c.notNull())
+          .addColumn('deliveries', types.bigint, (c) => c.notNull().defaultTo(0))
+          .addColumn('ack_ms_total', types.bigint, (c) => c.notNull().defaultTo(0))
+          .addColumn('ack_ms_max', types.bigint, (c) => c.notNull().defaultTo(0))
+          .addUniqueConstraint('uq_delivery_stats_minute', ['minute', 'provider', 'result'])
+          .execute();
+        // A ring of slots, overwritten in turn: a flood of forged deliveries cannot grow it.
+        await table(db.schema, 'rejected_deliveries')
+          .addColumn('slot', 'integer', (c) => c.notNull())
+          .addColumn('rejected_at', types.timestamp, (c) => c.notNull())
+          .addColumn('provider', types.shortText, (c) => c.notNull())
+          .addColumn('status_code', 'integer', (c) => c.notNull())
+          .addColumn('reason', types.longText, (c) => c.notNull())
+          .addColumn('remote_address', types.shortText)
+          .addColumn('body_bytes', types.bigint)
+          .addUniqueConstraint('uq_rejected_deliveries_slot', ['slot'])
+          .execute();
+        await db.schema.createIndex('ix_rejected_deliveries_at').on('rejected_deliveries').column('rejected_at').execute();
+      },
+    },
+    '0009_admin_actions': {
+      async up(db) {
+        await table(db.schema, 'admin_actions')
+          .addColumn('actor', types.key, (c) => c.notNull())
+          .addColumn('role', types.shortText, (c) => c.notNull())
+          .addColumn('action', types.shortText, (c) => c.notNull())
+          .addColumn('target', types.key, (c) => c.notNull())
+          .addColumn('reason', types.longText)
+          .addColumn('result', types.longText)
+          .addColumn('at', types.timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('ix_admin_actions_at').on('admin_actions').column('at').execute();
+      },
+    },
     '0010_event_source': {
       async up(db) {
         // Written by the insert that records the event, never after: a reconciled event is one from the start.

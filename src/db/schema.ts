@@ -134,6 +134,43 @@ export interface ArchivedEventKeysTable {
   archived_at: DbTime;
 }
 
+/** Deliveries answered in one minute by one provider with one result, summed over every process. */
+export interface DeliveryStatsTable {
+  id: Generated<number>;
+  /** The minute's start. */
+  minute: DbTime;
+  provider: string;
+  result: string;
+  deliveries: number;
+  /** Sum of the acknowledgement times, for the mean. */
+  ack_ms_total: number;
+  ack_ms_max: number;
+}
+
+/** One refused delivery, never its body or signature; `slot` is its place in a fixed-size ring. */
+export interface RejectedDeliveriesTable {
+  id: Generated<number>;
+  slot: number;
+  rejected_at: DbTime;
+  provider: string;
+  status_code: number;
+  reason: string;
+  remote_address: string | null;
+  body_bytes: number | null;
+}
+
+/** One admin action (replay, retry, bulk replay): who, with which role, on what, why, what happened. */
+export interface AdminActionsTable {
+  id: Generated<number>;
+  actor: string;
+  role: string;
+  action: string;
+  target: string;
+  reason: string | null;
+  result: string | null;
+  at: DbTime;
+}
+
 /** `running` until it ends; a `running` run whose lock expired crashed, and the next run resumes it. */
 export type ReconcileRunStatus = 'running' | 'finished' | 'failed';
 
@@ -189,6 +226,9 @@ export interface InboxDatabase {
   payment_leases: PaymentLeasesTable;
   event_replays: EventReplaysTable;
   archived_event_keys: ArchivedEventKeysTable;
+  delivery_stats: DeliveryStatsTable;
+  rejected_deliveries: RejectedDeliveriesTable;
+  admin_actions: AdminActionsTable;
   reconcile_runs: ReconcileRunsTable;
   operation_locks: OperationLocksTable;
   provider_answer_stats: ProviderAnswerStatsTable;

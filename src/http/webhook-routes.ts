@@ -6,8 +6,26 @@ import { payuMediaType } from '../providers/payu/verify.js';
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../model/delivery.js';
 import { errorCode } from './errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The provider a webhook route receives for. */
+    provider?: ProviderName;
+  }
+}
+
+/** A refused delivery as the admin's "rejected deliveries" keeps it: never its body or signature. */
+export interface RejectedDelivery {
+  provider: string;
+  statusCode: number;
+  reason: string;
+  remoteAddress: string | null;
+  bodyBytes: number | null;
+}
+
 export interface WebhookRoutesOptions {
   inbox: Inbox;
+  /** Told of every refused delivery, after its answer went out; must not do I/O on the spot. */
+  onRejected?: (rejection: RejectedDelivery) => void;
   /** Largest Stripe or Razorpay body, in bytes; 413 beyond. */
   bodyLimitBytes: number;
   /** Largest PayU body (DEFAULT_PAYU_BODY_LIMIT_BYTES unless given); 413 beyond. */
@@ -34,7 +52,7 @@ const DRAINED_BODY_BYTES = 8 * 1024 * 1024;
  * refused before it is read: an unknown provider (404), one not configured (503), a PayU media type
  * it never posts (415). Any other method is a 405.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { inbox, bodyLimitBytes, payuBodyLimitBytes = DEFAULT_PAYU_BODY_LIMIT_BYTES }) => {
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { inbox, bodyLimitBytes, payuBodyLimitBytes = DEFAULT_PAYU_BODY_LIMIT_BYTES, onRejected }) => {
   const bodyLimits: Record<ProviderName, number> = { stripe: bodyLimitBytes, razorpay: bodyLimitBytes, payu: payuBodyLimitBytes };
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: bodyLimitBytes }, (_request, body, done) => done(null, body));
@@ -51,7 +69,17 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
   app.addHook('onResponse', async (request, reply) => {
     const fields = { provider: providerOf(request), ...answers.get(request), statusCode: reply.statusCode, ackMs: Math.round(reply.elapsedTime * 100) / 100 };
     if (reply.statusCode === 200) request.log.info(fields, 'delivery acknowledged');
-    else request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
+    else {
+      request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
+      const length = Number(request.headers['content-length']);
+      onRejected?.({
+        provider: fields.provider,
+        statusCode: reply.statusCode,
+        reason: fields.reason ?? fields.error ?? `answered ${reply.statusCode}`,
+        remoteAddress: request.ip ?? null,
+        bodyBytes: Number.isSafeInteger(length) ? length : null,
+      });
+    }
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.statusCode === 413 && Number(request.headers['content-length'] ?? 0) <= DRAINED_BODY_BYTES) reply.removeHeader('connection');
@@ -107,7 +135,7 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
 };
 
 function providerOf(request: FastifyRequest): string {
-  return (request.routeOptions.config as { provider?: string }).provider ?? (request.params as { provider?: string }).provider ?? '';
+  return request.routeOptions.config.provider ?? (request.params as { provider?: string }).provider ?? '';
 }
 
 /**

@@ -8,8 +8,9 @@ import { OperationError } from './errors.js';
 import { findEvents, resolveEvent, type EventFilter, type EventRow } from './event-lookup.js';
 import { describeTransition } from './payment-transition.js';
 
-/** Either named events, or every event matching a filter (a status is required there). */
-export type ReplaySelection = { kind: 'events'; refs: string[]; provider?: string } | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
+/** Named events, events by row id, or every event matching a filter (a status is required there). */
+export type ReplaySelection =
+  { kind: 'events'; refs: string[]; provider?: string } | { kind: 'rows'; ids: number[] } | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
 
 export interface ReplayOptions {
   dryRun: boolean;
@@ -73,6 +74,12 @@ export class Replayer {
   private async select(selection: ReplaySelection): Promise<{ events: EventRow[]; more: boolean }> {
     // As the provider sent them: a payment's events replay in the order they came.
     if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter, 'oldest');
+    if (selection.kind === 'rows') {
+      const rows = selection.ids.length === 0 ? [] : await this.deps.db.selectFrom('webhook_events').selectAll().where('id', 'in', selection.ids).orderBy('id').execute();
+      const missing = selection.ids.find((id) => !rows.some((row) => row.id === id));
+      if (missing !== undefined) throw new OperationError(`no event with id ${missing}`, 'event_not_found');
+      return { events: rows, more: false };
+    }
     const events: EventRow[] = [];
     for (const ref of new Set(selection.refs)) events.push(await resolveEvent(this.deps.db, ref, selection.provider));
     return { events, more: false };

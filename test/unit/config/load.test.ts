@@ -178,6 +178,13 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { FORWARD_URL: 'https://payments.internal/webhooks', FORWARD_SECRET: 'whsec_not base64!' }, variable: 'FORWARD_SECRET' },
     { env: { FORWARD_TIMEOUT_MS: '0' }, variable: 'FORWARD_TIMEOUT_MS' },
     { env: { FORWARD_RAW_EVENTS: 'sometimes' }, variable: 'FORWARD_RAW_EVENTS' },
+    { env: { TRUST_PROXY: '10.0.0.0/99' }, variable: 'TRUST_PROXY' },
+    { env: { ADMIN_TOKENS: 'alice:operator:too-short' }, variable: 'ADMIN_TOKENS' },
+    { env: { ADMIN_TOKENS: 'alice:root:0123456789abcdef0123456789abcdef' }, variable: 'ADMIN_TOKENS' },
+    { env: { ADMIN_AUTH: 'sso' }, variable: 'ADMIN_AUTH' },
+    { env: { ADMIN_SESSION_TTL: 'forever' }, variable: 'ADMIN_SESSION_TTL' },
+    { env: { ADMIN_AUTH: 'proxy', TRUST_PROXY: '10.0.0.1', ADMIN_PROXY_ROLES: '*:viewer' }, variable: 'ADMIN_PROXY_HEADER' },
+    { env: { ADMIN_AUTH: 'proxy', TRUST_PROXY: '10.0.0.1', ADMIN_PROXY_HEADER: 'X-Forwarded-Email', ADMIN_PROXY_ROLES: 'alice:admin' }, variable: 'ADMIN_PROXY_ROLES' },
   ]) {
     testedVariables.add(variable);
     test(`${JSON.stringify(env)} -> ConfigError naming ${variable}`, () => {

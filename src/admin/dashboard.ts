@@ -1,0 +1,38 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import type { AdminSettings, OperationsSettings } from '../config/settings.js';
+import type { InboxDatabase } from '../db/schema.js';
+import type { Inbox } from '../inbox.js';
+import { OutboxStore } from '../outbox/outbox-store.js';
+import { Replayer } from '../ops/replay.js';
+import { AdminAccess } from './access.js';
+import { AdminActions } from './actions.js';
+import { AuditLog } from './audit.js';
+
+/** Everything /admin reads and acts through, built once per server from the inbox it shows. */
+export class AdminDashboard {
+  readonly access: AdminAccess;
+  readonly audit: AuditLog;
+  readonly actions: AdminActions;
+  readonly outbox: OutboxStore;
+  readonly db: Kysely<InboxDatabase>;
+  readonly clock: Clock;
+
+  constructor(
+    readonly inbox: Inbox,
+    settings: AdminSettings,
+    trustProxy: string[],
+    /** Whether the course platform's tables exist to be shown (orders, enrollments). */
+    readonly coursePlatform: boolean,
+    /** The stuck-check thresholds, so the failed-and-stuck screen agrees with the scheduled check. */
+    readonly stuckThresholds: OperationsSettings['stuckCheck'],
+  ) {
+    this.db = inbox.store.db;
+    this.clock = inbox.clock;
+    this.access = new AdminAccess(settings, trustProxy);
+    this.audit = new AuditLog(this.db, this.clock);
+    this.outbox = new OutboxStore(this.db, this.clock);
+    const replayer = new Replayer({ db: this.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: this.clock });
+    this.actions = new AdminActions(this.db, this.clock, replayer, this.outbox, this.audit);
+  }
+}

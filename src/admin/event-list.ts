@@ -1,0 +1,133 @@
+import { sql, type Kysely } from 'kysely';
+import { toDbTime, type DbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
+import { PROVIDER_NAMES } from '../model/delivery.js';
+import { EVENT_STATUSES } from '../ops/event-lookup.js';
+import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+/** Text search reads payloads, so it is bounded to a window of received times (DESIGN: never a full scan). */
+export const SEARCH_WINDOW_DEFAULT_MS = 24 * 3600_000;
+export const SEARCH_WINDOW_MAX_MS = 7 * 24 * 3600_000;
+
+export interface EventListFilter {
+  provider?: string;
+  status?: EventStatus;
+  type?: string;
+  paymentId?: string;
+  eventId?: string;
+  /** Received at or after. */
+  from?: Date;
+  /** Received before. */
+  to?: Date;
+  /** Text the payload contains (searched within [from, to) only). */
+  q?: string;
+  limit: number;
+  /** Where the previous page ended: the last row's received time and id. */
+  after?: { createdAt: DbTime; id: number };
+}
+
+/** One event as the list shows it (the API's `events[]`). */
+export interface EventListItem {
+  id: number;
+  provider: string;
+  eventId: string;
+  type: string;
+  status: EventStatus;
+  paymentId: string | null;
+  receivedAt: string;
+  attempts: number;
+  processedAt: string | null;
+  lastError: string | null;
+}
+
+export interface EventPage {
+  events: EventListItem[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: string | null;
+}
+
+const isoOf = (value: DbTime) => `${value.replace(' ', 'T')}Z`;
+
+export function encodeCursor(createdAt: DbTime, id: number): string {
+  return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
+}
+
+function decodeCursor(cursor: string): { createdAt: DbTime; id: number } {
+  try {
+    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof createdAt === 'string' && /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/.test(createdAt) && Number.isSafeInteger(id) && (id as number) > 0)
+      return { createdAt, id: id as number };
+  } catch {
+    // Refused below, like any other malformed cursor.
+  }
+  throw new AdminInputError('cursor', 'is not a cursor this API returned (pass nextCursor as it came)');
+}
+
+/** Reads and checks the list's query parameters; each bad one is a 400 naming it. `now` bounds the default search window. */
+export function parseEventFilter(query: Query, now: Date): EventListFilter {
+  const cursor = text(query, 'cursor', 300);
+  const filter: EventListFilter = {
+    provider: oneOf(query, 'provider', PROVIDER_NAMES),
+    status: oneOf(query, 'status', EVENT_STATUSES),
+    type: text(query, 'type'),
+    paymentId: text(query, 'paymentId'),
+    eventId: text(query, 'eventId'),
+    from: time(query, 'from'),
+    to: time(query, 'to'),
+    q: text(query, 'q', 200),
+    limit: integer(query, 'limit', { min: 1, max: MAX_PAGE_SIZE, fallback: DEFAULT_PAGE_SIZE }),
+    after: cursor === undefined ? undefined : decodeCursor(cursor),
+  };
+  if (filter.from && filter.to && filter.from >= filter.to) throw new AdminInputError('to', 'must be later than from');
+  if (filter.q !== undefined) {
+    if (filter.q.length < 3) throw new AdminInputError('q', 'must be at least 3 characters');
+    filter.to ??= filter.from ? new Date(Math.min(filter.from.getTime() + SEARCH_WINDOW_DEFAULT_MS, now.getTime() + 1)) : now;
+    filter.from ??= new Date(filter.to.getTime() - SEARCH_WINDOW_DEFAULT_MS);
+    if (filter.to.getTime() - filter.from.getTime() > SEARCH_WINDOW_MAX_MS) throw new AdminInputError('q', 'searches a window of at most 7 days: narrow from and to');
+  }
+  return filter;
+}
+
+/** Escapes LIKE's wildcards, with ! as the escape character (the same in every SQL database). */
+const likePattern = (value: string) => `%${value.replace(/[!%_]/g, (c) => `!${c}`)}%`;
+
+/**
+ * One page of events, newest first, by keyset on (created_at, id): each page starts where the last
+ * ended, so a deep page costs what the first does (an index per filter, migration 0007).
+ */
+export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFilter): Promise<EventPage> {
+  let query = db.selectFrom('webhook_events').select(['id', 'provider', 'event_id', 'event_type', 'status', 'payment_id', 'created_at', 'attempts', 'processed_at', 'last_error']);
+  if (filter.provider) query = query.where('provider', '=', filter.provider);
+  if (filter.status) query = query.where('status', '=', filter.status);
+  if (filter.type) query = query.where('event_type', '=', filter.type);
+  if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
+  if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
+  if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
+  if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
+  if (filter.q) query = query.where(sql<boolean>`payload like ${likePattern(filter.q)} escape '!'`);
+  const after = filter.after;
+  if (after) query = query.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(filter.limit + 1)
+    .execute();
+  const page = rows.slice(0, filter.limit);
+  const last = page.at(-1);
+  return {
+    events: page.map((row) => ({
+      id: row.id,
+      provider: row.provider,
+      eventId: row.event_id,
+      type: row.event_type,
+      status: row.status,
+      paymentId: row.payment_id,
+      receivedAt: isoOf(row.created_at),
+      attempts: row.attempts,
+      processedAt: row.processed_at ? isoOf(row.processed_at) : null,
+      lastError: row.last_error,
+    })),
+    nextCursor: rows.length > filter.limit && last ? encodeCursor(last.created_at, last.id) : null,
+  };
+}

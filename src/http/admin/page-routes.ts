@@ -1,0 +1,155 @@
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AdminDashboard } from '../../admin/dashboard.js';
+import { listEvents, parseEventFilter } from '../../admin/event-list.js';
+import { eventView } from '../../admin/event-view.js';
+import { oneOf, rowId, text, type Query } from '../../admin/input.js';
+import { overview } from '../../admin/overview.js';
+import { InboxError } from '../../errors.js';
+import { PROVIDER_NAMES } from '../../model/delivery.js';
+import { OperationError } from '../../ops/errors.js';
+import { paymentDetail } from '../../ops/payment-detail.js';
+import { findStuck } from '../../ops/stuck.js';
+import { headerValue } from '../../providers/headers.js';
+import { csrfOf, SESSION_COOKIE } from './session.js';
+import { actorOf, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES } from './api-routes.js';
+import { reasonOf } from '../../admin/actions.js';
+import * as pages from './pages.js';
+
+const HTML = 'text/html; charset=utf-8';
+
+/** The server-rendered screens: forms post here, and every answer is a page (or a redirect to one). */
+export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret: string }> = async (app, { dashboard, secret }) => {
+  const { db, clock, access, actions, audit, outbox } = dashboard;
+  const context = (request: FastifyRequest): pages.PageContext => ({ actor: actorOf(request), csrf: csrfOf(request, actorOf(request), secret) });
+  const send = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type(HTML).send(page);
+  const forbidden = (request: FastifyRequest, reply: FastifyReply) =>
+    send(reply, pages.errorPage(context(request), 403, 'This needs the operator role; a viewer may only read.'), 403);
+
+  app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status >= 500) request.log.error({ err: error }, 'admin page failed');
+    const message = status >= 500 ? 'internal error (logged)' : error.message;
+    return send(reply, pages.errorPage(request.adminActor ? context(request) : null, status, message), status);
+  });
+
+  app.get('/admin/sign-in', async (_request, reply) => send(reply, pages.signInPage(null)));
+
+  app.post('/admin/sign-in', async (request, reply) => {
+    const origin = headerValue(request.headers, 'origin');
+    if (origin !== undefined && origin !== 'null' && origin !== `${request.protocol}://${request.host}`)
+      return send(reply, pages.signInPage('Refused: sign in from this dashboard.'), 403);
+    const token = bodyOf(request).token;
+    const actor = typeof token === 'string' ? access.byToken(token.trim()) : null;
+    if (!actor) return send(reply, pages.signInPage('That token is not one of ADMIN_TOKENS.'), 401);
+    void reply.setCookie(SESSION_COOKIE, access.sessionValue(actor, clock.now()), {
+      signed: true,
+      httpOnly: true,
+      sameSite: 'strict',
+      secure: request.protocol === 'https',
+      path: '/admin',
+      maxAge: Math.floor(access.settings.sessionTtlMs / 1000),
+    });
+    return reply.redirect('/admin', 303);
+  });
+
+  app.post('/admin/sign-out', async (_request, reply) => reply.clearCookie(SESSION_COOKIE, { path: '/admin' }).redirect('/admin/sign-in', 303));
+
+  app.get('/admin', async (request, reply) => {
+    const period = oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour';
+    return send(reply, pages.overviewPage(context(request), await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, period)));
+  });
+
+  app.get('/admin/events', async (request, reply) => {
+    const query = request.query as Record<string, string>;
+    const filter = parseEventFilter(query, clock.now());
+    const { cursor: _cursor, ...shown } = query;
+    return send(reply, pages.eventsPage(context(request), shown, filter, await listEvents(db, filter)));
+  });
+
+  const showEvent = async (request: FastifyRequest, reply: FastifyReply, id: number, dryRun: Parameters<typeof pages.eventPage>[2], message: string | null) => {
+    const view = await eventView(db, clock, dashboard.coursePlatform, id, await audit.recent(50, `event ${id}`));
+    if (!view) return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
+    return send(reply, pages.eventPage(context(request), view, dryRun, message));
+  };
+
+  app.get('/admin/events/:id', async (request, reply) => {
+    const query = request.query as Query;
+    return showEvent(request, reply, rowId((request.params as { id: string }).id), null, text(query, 'message') ?? null);
+  });
+
+  app.post('/admin/events/:id/replay', async (request, reply) => {
+    const id = rowId((request.params as { id: string }).id);
+    const body = bodyOf(request);
+    const dryRun = flag(body.dryRun, 'dryRun');
+    if (!dryRun && actorOf(request).role !== 'operator') return forbidden(request, reply);
+    if (!(await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst()))
+      return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
+    if (dryRun) return showEvent(request, reply, id, await actions.replay(actorOf(request), id, true, undefined), null);
+    const item = await actions.replay(actorOf(request), id, false, reasonOf(body.reason));
+    const message = `Replayed: ${item.result}${item.detail ? ` (${item.detail})` : ''}`;
+    return reply.redirect(`/admin/events/${id}?${new URLSearchParams({ message }).toString()}`, 303);
+  });
+
+  app.get('/admin/payments/:provider/:paymentId', async (request, reply) => {
+    const params = request.params as Query;
+    try {
+      const detail = await paymentDetail(db, clock, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!, dashboard.coursePlatform);
+      return send(reply, pages.paymentPage(context(request), detail));
+    } catch (error) {
+      if (error instanceof OperationError) return send(reply, pages.errorPage(context(request), 404, error.message), 404);
+      throw error;
+    }
+  });
+
+  app.get('/admin/problems', async (request, reply) => send(reply, pages.problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds))));
+
+  const bulkFields = (body: Query) => Object.fromEntries(['status', 'provider', 'type', 'from', 'to'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']));
+
+  app.post('/admin/bulk-replay/count', async (request, reply) => {
+    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    const fields = bulkFields(bodyOf(request));
+    const ids = await actions.bulkIds(bulkFilterOf(fields, clock.now()));
+    return send(reply, pages.bulkConfirmPage(context(request), fields, ids.length));
+  });
+
+  app.post('/admin/bulk-replay', async (request, reply) => {
+    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    const body = bodyOf(request);
+    const expected = Number(text(body, 'expectedCount', 12));
+    const job = await actions.startBulkReplay(actorOf(request), bulkFilterOf(bulkFields(body), clock.now()), reasonOf(body.reason), expected);
+    return reply.redirect(`/admin/bulk-replay/${job.id}`, 303);
+  });
+
+  app.get('/admin/bulk-replay/:id', async (request, reply) => {
+    const job = actions.job((request.params as { id: string }).id);
+    return job ? send(reply, pages.bulkJobPage(context(request), job)) : send(reply, pages.errorPage(context(request), 404, 'No such bulk replay on this process.'), 404);
+  });
+
+  app.post('/admin/bulk-replay/:id/cancel', async (request, reply) => {
+    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    const id = (request.params as { id: string }).id;
+    await actions.cancel(actorOf(request), id);
+    return reply.redirect(`/admin/bulk-replay/${encodeURIComponent(id)}`, 303);
+  });
+
+  app.get('/admin/outbox', async (request, reply) => {
+    const query = request.query as Query;
+    const status = oneOf(query, 'status', OUTBOX_STATUSES);
+    return send(reply, pages.outboxPage(context(request), status, await outbox.list({ status, limit: 100 }), text(query, 'message') ?? null));
+  });
+
+  app.post('/admin/outbox/:id/retry', async (request, reply) => {
+    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    const id = rowId((request.params as { id: string }).id);
+    const reset = await actions.retryOutbox(actorOf(request), id, reasonOf(bodyOf(request).reason));
+    const message = reset === 1 ? `Outbox row ${id} is due again.` : `Outbox row ${id} was not failed or skipped; nothing changed.`;
+    return reply.redirect(`/admin/outbox?${new URLSearchParams({ message }).toString()}`, 303);
+  });
+
+  app.get('/admin/rejections', async (request, reply) => {
+    const { recentRejections } = await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, 'hour');
+    return send(reply, pages.rejectionsPage(context(request), recentRejections));
+  });
+
+  app.get('/admin/audit', async (request, reply) => send(reply, pages.auditPage(context(request), await audit.recent(200))));
+};

@@ -1,0 +1,591 @@
+import type { Actor } from '../../admin/access.js';
+import type { BulkReplayJob } from '../../admin/actions.js';
+import type { AdminAction } from '../../admin/audit.js';
+import type { EventListFilter, EventPage } from '../../admin/event-list.js';
+import type { EventView } from '../../admin/event-view.js';
+import type { Overview } from '../../admin/overview.js';
+import type { OutboxEntry } from '../../outbox/outbox-store.js';
+import type { PaymentDetail } from '../../ops/payment-detail.js';
+import type { ReplayItem } from '../../ops/replay.js';
+import type { StuckReport } from '../../ops/stuck.js';
+import { lineChart } from './charts.js';
+import { html, path, type SafeHtml } from './html.js';
+
+/** What every signed-in page knows: who is looking, and the token its forms carry. */
+export interface PageContext {
+  actor: Actor;
+  csrf: string;
+}
+
+const RESULT_COLOURS: Record<string, string> = {
+  accepted: '#16794c',
+  duplicate: '#2456c9',
+  invalid_signature: '#b42318',
+  bad_request: '#c4640a',
+  unavailable: '#7a2ec4',
+  error: '#444444',
+};
+
+export function document(title: string, body: SafeHtml, context: PageContext | null, refreshSeconds?: number): string {
+  const nav = context
+    ? html`<header>
+        <span class="brand">webhook-inbox</span>
+        <nav>
+          <a href="/admin">Overview</a><a href="/admin/events">Events</a><a href="/admin/problems">Failed &amp; stuck</a><a href="/admin/outbox">Outbox</a
+          ><a href="/admin/rejections">Rejected</a><a href="/admin/audit">Audit</a>
+        </nav>
+        <span class="who"
+          >${context.actor.name}
+          (${context.actor.role})${context.actor.via === 'proxy' ? '' : html`<form class="inline" method="post" action="/admin/sign-out">${csrfField(context)}<button class="secondary" type="submit">Sign out</button></form>`}</span
+        >
+      </header>`
+    : '';
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        ${refreshSeconds ? html`<meta http-equiv="refresh" content="${refreshSeconds}" />` : ''}
+        <title>${title} · webhook-inbox admin</title>
+        <link rel="stylesheet" href="/admin/assets/admin.css" />
+        <script src="/admin/assets/admin.js" defer></script>
+      </head>
+      <body>
+        ${nav}
+        <main>${body}</main>
+      </body>
+    </html>`.text;
+}
+
+const csrfField = (context: PageContext) => html`<input type="hidden" name="_csrf" value="${context.csrf}" />`;
+const time = (value: string | Date | null | undefined) => (value ? (value instanceof Date ? value.toISOString() : value).replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '');
+const statusCell = (status: string) => html`<span class="status-${status}">${status}</span>`;
+
+export function signInPage(error: string | null): string {
+  return document(
+    'Sign in',
+    html`<div class="signin">
+      <h1>Sign in</h1>
+      ${error ? html`<p class="error">${error}</p>` : ''}
+      <form method="post" action="/admin/sign-in">
+        <label>Admin token (ADMIN_TOKENS)<input type="password" name="token" autocomplete="current-password" required autofocus /></label><button type="submit">Sign in</button>
+      </form>
+    </div>`,
+    null,
+  );
+}
+
+export function errorPage(context: PageContext | null, status: number, message: string): string {
+  return document(
+    `Error ${status}`,
+    html`<h1>Error ${status}</h1>
+      <p class="error">${message}</p>`,
+    context,
+  );
+}
+
+export function overviewPage(context: PageContext, overview: Overview): string {
+  const labels = overview.buckets.map((b) => b.at.slice(11, 16));
+  const results = [...new Set(overview.buckets.flatMap((b) => Object.keys(b.deliveries)))].sort();
+  const perMinute = overview.bucketSeconds / 60;
+  const deliveries = lineChart(
+    `Deliveries per minute by result (last ${overview.period})`,
+    'per minute',
+    labels,
+    (results.length > 0 ? results : ['accepted']).map((result) => ({
+      name: result,
+      colour: RESULT_COLOURS[result] ?? '#888888',
+      values: overview.buckets.map((b) => (b.deliveries[result] ?? 0) / perMinute),
+    })),
+  );
+  const latency = lineChart(`Acknowledgement time (last ${overview.period})`, 'ms', labels, [
+    { name: 'mean ms', colour: '#2456c9', values: overview.buckets.map((b) => b.ackMeanMs) },
+    { name: 'max ms', colour: '#c4640a', values: overview.buckets.map((b) => b.ackMaxMs) },
+  ]);
+  const card = (label: string, value: string | number, bad = false) =>
+    html`<div class="card">
+      <div class="n ${bad ? 'bad' : ''}">${value}</div>
+      <div class="l">${label}</div>
+    </div>`;
+  const other = overview.period === 'hour' ? 'day' : 'hour';
+  return document(
+    'Overview',
+    html`<h1>Overview</h1>
+      <p>Last ${overview.period} · <a href="/admin?period=${other}">show the last ${other}</a> · every process's deliveries, read from the database.</p>
+      <div class="cards">
+        ${card('backlog due now', overview.backlogDue, overview.backlogDue > 0)}${card('oldest pending', overview.oldestPendingAgeSeconds === null ? 'none' : `${overview.oldestPendingAgeSeconds} s`)}${card('failed events', overview.failed, overview.failed > 0)}${card('stuck (expired lease)', overview.stuck, overview.stuck > 0)}${card('outbox failed', overview.outbox.failed, overview.outbox.failed > 0)}${card('outbox pending', overview.outbox.pending)}
+      </div>
+      <h2>Traffic</h2>
+      <div class="charts">${deliveries}${latency}</div>
+      <h2>Recent rejected deliveries</h2>
+      ${rejectionsTable(overview.recentRejections.slice(0, 5))}
+      <p><a href="/admin/rejections">all recent rejections</a></p>`,
+    context,
+  );
+}
+
+export function rejectionsTable(rows: Overview['recentRejections']): SafeHtml {
+  if (rows.length === 0) return html`<p>None.</p>`;
+  return html`<table>
+    <thead>
+      <tr>
+        <th>At</th>
+        <th>Provider</th>
+        <th>Status</th>
+        <th>Reason</th>
+        <th>Remote address</th>
+        <th>Body bytes</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows.map(
+        (r) =>
+          html`<tr>
+            <td>${time(r.at)}</td>
+            <td>${r.provider}</td>
+            <td>${r.statusCode}</td>
+            <td class="mono">${r.reason}</td>
+            <td>${r.remoteAddress ?? ''}</td>
+            <td>${r.bodyBytes ?? ''}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+export function rejectionsPage(context: PageContext, rows: Overview['recentRejections']): string {
+  return document(
+    'Rejected deliveries',
+    html`<h1>Rejected deliveries</h1>
+      <p>The most recent refusals, kept in a fixed ring of rows (never the body or a signature).</p>
+      ${rejectionsTable(rows)}`,
+    context,
+  );
+}
+
+function option(value: string, selected: string | undefined, label = value): SafeHtml {
+  return html`<option value="${value}" ${selected === value ? html`selected` : ''}>${label}</option>`;
+}
+
+export function eventsTable(events: EventPage['events']): SafeHtml {
+  if (events.length === 0) return html`<p>No events match.</p>`;
+  return html`<table>
+    <thead>
+      <tr>
+        <th>Id</th>
+        <th>Received</th>
+        <th>Provider</th>
+        <th>Event id</th>
+        <th>Type</th>
+        <th>Status</th>
+        <th>Attempts</th>
+        <th>Payment</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${events.map(
+        (e) =>
+          html`<tr>
+            <td><a href="${path`/admin/events/${e.id}`}">${e.id}</a></td>
+            <td>${time(e.receivedAt)}</td>
+            <td>${e.provider}</td>
+            <td class="mono">${e.eventId}</td>
+            <td class="mono">${e.type}</td>
+            <td>${statusCell(e.status)}</td>
+            <td>${e.attempts}</td>
+            <td class="mono">${e.paymentId ? html`<a href="${path`/admin/payments/${e.provider}/${e.paymentId}`}">${e.paymentId}</a>` : ''}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+export function eventsPage(context: PageContext, query: Record<string, string>, filter: EventListFilter, page: EventPage): string {
+  const field = (name: string, label: string, type = 'text') => html`<label>${label}<input type="${type}" name="${name}" value="${query[name] ?? ''}" /></label>`;
+  const next = page.nextCursor ? `/admin/events?${new URLSearchParams({ ...query, cursor: page.nextCursor }).toString()}` : null;
+  return document(
+    'Events',
+    html`<h1>Events</h1>
+      <form class="filters" method="get" action="/admin/events">
+        <label
+          >Provider<select name="provider">
+            ${option('', filter.provider, 'any')}${['stripe', 'razorpay', 'payu'].map((p) => option(p, filter.provider))}
+          </select></label
+        >
+        <label
+          >Status<select name="status">
+            ${option('', filter.status, 'any')}${['received', 'processing', 'processed', 'failed'].map((s) => option(s, filter.status))}
+          </select></label
+        >
+        ${field('type', 'Type')}${field('paymentId', 'Payment id')}${field('eventId', 'Event id')}${field('from', 'Received from (UTC)')}${field('to', 'to')}${field('q', 'Payload contains (in the window)')}
+        <button type="submit">Filter</button> <a href="/admin/events">clear</a>
+      </form>
+      ${eventsTable(page.events)}${next ? html`<p><a href="${next}">Older events →</a></p>` : ''}`,
+    context,
+  );
+}
+
+function facts(entries: Array<[string, SafeHtml | string | number | null]>): SafeHtml {
+  return html`<dl class="facts">
+    ${entries.map(
+      ([label, value]) =>
+        html`<dt>${label}</dt>
+          <dd>${value ?? ''}</dd>`,
+    )}
+  </dl>`;
+}
+
+export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml {
+  if (rows.length === 0) return html`<p>No outbox rows.</p>`;
+  const operator = context.actor.role === 'operator';
+  return html`<table>
+    <thead>
+      <tr>
+        <th>Id</th>
+        <th>Kind</th>
+        <th>Key</th>
+        <th>Status</th>
+        <th>Attempts</th>
+        <th>Last error / outcome</th>
+        <th>Written</th>
+        <th></th>
+      </tr>
+    </thead>
+    <tbody>
+      ${rows.map(
+        (row) =>
+          html`<tr>
+            <td>${row.id}</td>
+            <td>${row.kind}</td>
+            <td class="mono">${row.idempotencyKey}</td>
+            <td>${statusCell(row.status)}</td>
+            <td>${row.attempts}</td>
+            <td class="mono">${row.lastError ?? row.outcome ?? ''}</td>
+            <td>${time(row.createdAt)}</td>
+            <td>
+              ${
+                operator && (row.status === 'failed' || row.status === 'skipped')
+                  ? html`<form class="inline" method="post" action="${path`/admin/outbox/${row.id}/retry`}" data-confirm="Send this outbox row again?">
+                      ${csrfField(context)}<input name="reason" placeholder="reason" required /><button type="submit">Retry</button>
+                    </form>`
+                  : ''
+              }
+            </td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+export function eventPage(context: PageContext, view: EventView, dryRun: ReplayItem | null, message: string | null): string {
+  const operator = context.actor.role === 'operator';
+  const replayForms = !operator
+    ? html`<p>Replaying needs the operator role.</p>`
+    : dryRun
+      ? html`<div class="notice">
+          <p>Dry run: replaying would cause <strong class="mono">${dryRun.transition ?? ''}</strong> (${dryRun.result}${dryRun.detail ? html`: ${dryRun.detail}` : ''}).</p>
+          <form method="post" action="${path`/admin/events/${view.id}/replay`}" data-confirm="Replay this event now?">
+            ${csrfField(context)}<input type="hidden" name="dryRun" value="false" /><label>Reason <input name="reason" required size="50" /></label>
+            <button type="submit" id="confirm-replay">Confirm replay</button>
+          </form>
+        </div>`
+      : html`<form method="post" action="${path`/admin/events/${view.id}/replay`}">
+          ${csrfField(context)}<input type="hidden" name="dryRun" value="true" /><button type="submit" id="dry-run">Replay… (dry run first)</button>
+        </form>`;
+  return document(
+    `Event ${view.id}`,
+    html`<h1>Event ${view.id}: <span class="mono">${view.eventId}</span></h1>
+      ${message ? html`<p class="notice">${message}</p>` : ''}
+      ${facts([
+        ['Provider', view.provider],
+        ['Type', html`<span class="mono">${view.type}</span>`],
+        ['Status', statusCell(view.status)],
+        ['Payment', view.paymentId ? html`<a class="mono" href="${path`/admin/payments/${view.provider}/${view.paymentId}`}">${view.paymentId}</a>` : 'none'],
+        ['Received', time(view.receivedAt)],
+        ['Processed', time(view.processedAt)],
+        ['Attempts', view.attempts],
+        ['Next attempt', time(view.nextAttemptAt)],
+        ['Lease', view.lease.owner && view.lease.expiresAt ? `${view.lease.owner} until ${time(view.lease.expiresAt)}` : 'none'],
+        ['Last error', html`<span class="mono">${view.lastError ?? ''}</span>`],
+        ['Outcome', html`<span class="mono">${view.outcome ?? ''}</span>`],
+      ])}
+      <h2>Replay</h2>
+      ${replayForms}
+      <h2>Timeline</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>At</th>
+            <th>What</th>
+            <th>Detail</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${view.timeline.map(
+            (t) =>
+              html`<tr>
+                <td>${time(t.at)}</td>
+                <td>${t.what}</td>
+                <td class="mono">${t.detail ?? ''}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <h2>Admin actions on this event</h2>
+      ${auditTable(view.actions)}
+      <h2>Payment</h2>
+      ${
+        view.payment
+          ? facts([
+              ['Status', view.payment.status],
+              ['Amount', view.payment.amount === null ? '' : `${view.payment.amount} ${view.payment.currency ?? ''}`],
+              ['Updated', time(view.payment.updated_at)],
+            ])
+          : html`<p>No payment state recorded.</p>`
+      }
+      <h2>Outbox effects of its payment</h2>
+      ${outboxTable(context, view.outbox)}
+      <h2>Headers kept (signatures never shown)</h2>
+      <pre>${JSON.stringify(view.headers, null, 2)}</pre>
+      <h2>Payload (pretty)</h2>
+      <pre id="payload-pretty">${view.payloadPretty ?? 'not JSON: see below'}</pre>
+      <h2>Payload as received</h2>
+      <pre id="payload-raw">${view.payload}</pre>`,
+    context,
+  );
+}
+
+export function paymentPage(context: PageContext, detail: PaymentDetail): string {
+  const payment = detail.payment;
+  return document(
+    `Payment ${detail.paymentId}`,
+    html`<h1>Payment <span class="mono">${detail.paymentId}</span> (${detail.provider})</h1>
+      ${
+        payment
+          ? facts([
+              ['State', statusCell(payment.status)],
+              ['Amount', payment.amount === null ? '' : `${payment.amount} ${payment.currency ?? ''}`],
+              ['User', payment.user_id],
+              ['Course', payment.course_id],
+              ['Email', payment.email],
+              ['First seen', time(payment.created_at)],
+              ['Updated', time(payment.updated_at)],
+              ['Metadata', html`<span class="mono">${payment.metadata ?? ''}</span>`],
+            ])
+          : html`<p>No event of it has been processed yet.</p>`
+      }
+      <h2>Events in received order (the states it moved through)</h2>
+      ${eventsTable(detail.events.map((e) => ({ id: e.id, provider: e.provider, eventId: e.event_id, type: e.event_type, status: e.status, paymentId: e.payment_id, receivedAt: e.created_at, attempts: e.attempts, processedAt: e.processed_at, lastError: e.last_error })))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
+      <h2>Order</h2>
+      ${detail.order ? facts(Object.entries(detail.order).map(([k, v]) => [k, v === null ? null : String(v)])) : html`<p>None.</p>`}
+      <h2>Enrollments</h2>
+      ${
+        detail.enrollments.length === 0
+          ? html`<p>None.</p>`
+          : html`<table>
+              <tbody>
+                ${detail.enrollments.map(
+                  (e) =>
+                    html`<tr>
+                      ${Object.values(e).map((v) => html`<td class="mono">${v === null ? '' : String(v)}</td>`)}
+                    </tr>`,
+                )}
+              </tbody>
+            </table>`
+      }
+      <h2>Outbox rows</h2>
+      ${outboxTable(context, detail.outbox)}`,
+    context,
+  );
+}
+
+export function problemsPage(context: PageContext, report: StuckReport): string {
+  const operator = context.actor.role === 'operator';
+  return document(
+    'Failed & stuck',
+    html`<h1>Failed &amp; stuck</h1>
+      <p>
+        ${report.total === 0 ? 'Nothing needs an operator.' : `${report.total} need an operator.`} Counts: ${report.counts.failed} failed, ${report.counts.expired_lease} with an
+        expired lease, ${report.counts.old_received} received and never processed; outbox ${report.outboxCounts.failed} failed, ${report.outboxCounts.overdue} overdue.
+      </p>
+      ${
+        operator
+          ? html`<h2>Bulk replay</h2>
+              <form class="filters" method="post" action="/admin/bulk-replay/count">
+                ${csrfField(context)}
+                <label
+                  >Status<select name="status">
+                    ${option('failed', 'failed')}${option('processed', undefined)}
+                  </select></label
+                >
+                <label
+                  >Provider<select name="provider">
+                    ${option('', undefined, 'any')}${['stripe', 'razorpay', 'payu'].map((p) => option(p, undefined))}
+                  </select></label
+                >
+                <label>Type<input name="type" /></label><label>Received from<input name="from" /></label><label>to<input name="to" /></label
+                ><button type="submit" id="bulk-count">Count</button>
+              </form>`
+          : ''
+      }
+      <h2>Events</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>Id</th>
+            <th>Kind</th>
+            <th>Provider</th>
+            <th>Event id</th>
+            <th>Type</th>
+            <th>Attempts</th>
+            <th>Last error</th>
+            <th>Received</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${report.events.map(
+            (e) =>
+              html`<tr>
+                <td><a href="${path`/admin/events/${e.id}`}">${e.id}</a></td>
+                <td>${e.kind}</td>
+                <td>${e.provider}</td>
+                <td class="mono">${e.eventId}</td>
+                <td class="mono">${e.eventType}</td>
+                <td>${e.attempts}</td>
+                <td class="mono">${e.lastError ?? ''}</td>
+                <td>${time(e.createdAt)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <h2>Outbox</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>Id</th>
+            <th>State</th>
+            <th>Kind</th>
+            <th>Key</th>
+            <th>Attempts</th>
+            <th>Last error</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${report.outbox.map(
+            (row) =>
+              html`<tr>
+                <td>${row.id}</td>
+                <td>${row.state}</td>
+                <td>${row.kind}</td>
+                <td class="mono">${row.idempotencyKey}</td>
+                <td>${row.attempts}</td>
+                <td class="mono">${row.lastError ?? ''}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+      <p><a href="/admin/outbox?status=failed">Retry outbox rows</a></p>`,
+    context,
+  );
+}
+
+export function bulkConfirmPage(context: PageContext, fields: Record<string, string>, count: number): string {
+  return document(
+    'Bulk replay',
+    html`<h1>Bulk replay</h1>
+      <p class="notice">
+        This filter selects <strong id="bulk-total">${count}</strong> events
+        (${Object.entries(fields)
+          .filter(([, v]) => v !== '')
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')}).
+      </p>
+      ${
+        count === 0
+          ? html`<p><a href="/admin/problems">Back</a></p>`
+          : html`<form method="post" action="/admin/bulk-replay" data-confirm="Replay ${count} events?">
+              ${csrfField(context)}${Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}<input
+                type="hidden"
+                name="expectedCount"
+                value="${count}"
+              /><label>Reason <input name="reason" required size="50" /></label> <button type="submit" id="bulk-start">Replay ${count} events</button>
+            </form>`
+      }`,
+    context,
+  );
+}
+
+export function bulkJobPage(context: PageContext, job: BulkReplayJob): string {
+  const running = job.state === 'running';
+  return document(
+    'Bulk replay progress',
+    html`<h1>Bulk replay</h1>
+      ${facts([
+        ['State', html`<span id="bulk-state">${job.state}</span>`],
+        ['Progress', `${job.done} of ${job.total}`],
+        ['Processed / failed / skipped', `${job.counts.processed} / ${job.counts.failed} / ${job.counts.skipped}`],
+        ['By', job.actor],
+        ['Reason', job.reason],
+        ['Error', job.error],
+      ])}${running ? html`<form method="post" action="${path`/admin/bulk-replay/${job.id}/cancel`}">${csrfField(context)}<button type="submit">Cancel</button></form>` : ''}`,
+    context,
+    running ? 2 : undefined,
+  );
+}
+
+export function outboxPage(context: PageContext, status: string | undefined, rows: OutboxEntry[], message: string | null): string {
+  return document(
+    'Outbox',
+    html`<h1>Outbox</h1>
+      ${message ? html`<p class="notice">${message}</p>` : ''}
+      <form class="filters" method="get" action="/admin/outbox">
+        <label
+          >Status<select name="status">
+            ${option('', status, 'any')}${['pending', 'sending', 'sent', 'failed', 'skipped'].map((s) => option(s, status))}
+          </select></label
+        ><button type="submit">Show</button>
+      </form>
+      ${outboxTable(context, rows)}`,
+    context,
+  );
+}
+
+export function auditTable(actions: AdminAction[]): SafeHtml {
+  if (actions.length === 0) return html`<p>None.</p>`;
+  return html`<table class="audit">
+    <thead>
+      <tr>
+        <th>At</th>
+        <th>Actor</th>
+        <th>Role</th>
+        <th>Action</th>
+        <th>Target</th>
+        <th>Reason</th>
+        <th>Result</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${actions.map(
+        (a) =>
+          html`<tr>
+            <td>${time(a.at)}</td>
+            <td>${a.actor}</td>
+            <td>${a.role}</td>
+            <td>${a.action}</td>
+            <td>${a.target}</td>
+            <td>${a.reason ?? ''}</td>
+            <td class="mono">${a.result ?? ''}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+export function auditPage(context: PageContext, actions: AdminAction[]): string {
+  return document(
+    'Audit',
+    html`<h1>Admin actions</h1>
+      ${auditTable(actions)}`,
+    context,
+  );
+}

@@ -1,0 +1,314 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../../../src/config/load.js';
+import { ADMIN, ADMIN_ENV, startAdminService } from '../../support/admin.js';
+import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
+import { Harness } from '../../support/harness.js';
+
+const databases = await createTestDatabases();
+const PAID = 5;
+const FAILING = 3;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: Record<string, unknown>;
+}
+
+for (const backend of STORE_BACKENDS) {
+  const database = databases[backend];
+  describe(`admin API (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let db: TestDatabase;
+    let service: Harness;
+
+    const call = async (method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> => {
+      const headers: Record<string, string> = { ...options.headers };
+      if (options.token) headers.authorization = `Bearer ${options.token}`;
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const response = await fetch(`${service.url}${path}`, { method, headers, body: options.body === undefined ? undefined : JSON.stringify(options.body), redirect: 'manual' });
+      const text = await response.text();
+      let json: Record<string, unknown> = {};
+      try {
+        json = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        // A page, not JSON.
+      }
+      return { status: response.status, headers: response.headers, text, json };
+    };
+    const get = (path: string, token = ADMIN.viewer) => call('GET', path, { token });
+    const events = (answer: Answer) => answer.json.events as Array<Record<string, unknown>>;
+
+    before(async () => {
+      db = database as TestDatabase;
+      ({ service } = await startAdminService(db.url, { paid: PAID, failing: FAILING }, 'api'));
+    });
+    after(async () => {
+      await service?.close();
+      await db?.drop();
+    });
+
+    test('without a credential: 401 on the API, a redirect to sign-in on pages, nothing revealed', async () => {
+      for (const path of [
+        '/admin/api/events',
+        '/admin/api/events/1',
+        '/admin/api/payments/stripe/pi_api_paid_0',
+        '/admin/api/overview',
+        '/admin/api/openapi.json',
+        '/admin/api/outbox',
+        '/admin/api/audit',
+      ]) {
+        for (const token of [undefined, 'wrong-token-0123456789abcdef0123456789abcdef']) {
+          const answer = await call('GET', path, { token });
+          assert.equal(answer.status, 401, path);
+          assert.doesNotMatch(answer.text, /pi_api|evt_api/, `${path} leaks nothing`);
+        }
+      }
+      for (const path of ['/admin', '/admin/events', '/admin/events/1', '/admin/payments/stripe/pi_api_paid_0', '/admin/outbox', '/admin/problems', '/admin/audit']) {
+        const answer = await call('GET', path);
+        assert.equal(answer.status, 303, path);
+        assert.equal(answer.headers.get('location'), '/admin/sign-in');
+        assert.doesNotMatch(answer.text, /pi_api|evt_api/);
+      }
+      const replay = await call('POST', '/admin/api/events/1/replay', { body: { dryRun: false, reason: 'x' } });
+      assert.equal(replay.status, 401);
+      const forged = await call('GET', '/admin/api/events', { headers: { cookie: 'wi_admin=alice|99999999999999.forged' } });
+      assert.equal(forged.status, 401, 'an unsigned cookie is no session');
+    });
+
+    test('every admin answer carries the CSP, no framing, no caching', async () => {
+      for (const answer of [await get('/admin/api/events'), await call('GET', '/admin/sign-in'), await call('GET', '/admin/api/events')]) {
+        assert.match(answer.headers.get('content-security-policy') ?? '', /default-src 'none'; script-src 'self'/);
+        assert.equal(answer.headers.get('x-frame-options'), 'DENY');
+        assert.equal(answer.headers.get('cache-control'), 'no-store');
+      }
+    });
+
+    test('the list: newest first, filtered, keyset pages that cover every event once', async () => {
+      const all = events(await get('/admin/api/events'));
+      assert.equal(all.length, PAID + FAILING);
+      assert.deepEqual(Object.keys(all[0]!).slice(0, 7), ['id', 'provider', 'eventId', 'type', 'status', 'paymentId', 'receivedAt']);
+      assert.equal(all[0]!.eventId, `evt_api_failing_${FAILING - 1}`, 'newest first');
+
+      const seen: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: Answer = await get(`/admin/api/events?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(page.status, 200);
+        seen.push(...events(page).map((e) => e.id));
+        cursor = page.json.nextCursor as string | null;
+      } while (cursor);
+      assert.deepEqual(
+        seen,
+        all.map((e) => e.id),
+        'the pages, in turn, are the whole list',
+      );
+
+      assert.equal(events(await get('/admin/api/events?status=failed')).length, FAILING);
+      assert.deepEqual(
+        events(await get('/admin/api/events?paymentId=pi_api_paid_2')).map((e) => e.eventId),
+        ['evt_api_paid_2'],
+      );
+      assert.deepEqual(
+        events(await get('/admin/api/events?eventId=evt_api_paid_3&provider=stripe')).map((e) => e.paymentId),
+        ['pi_api_paid_3'],
+      );
+      assert.equal(events(await get('/admin/api/events?type=payment_intent.succeeded&provider=razorpay')).length, 0);
+      assert.equal(events(await get('/admin/api/events?from=2000-01-01&to=2000-01-02')).length, 0);
+      assert.deepEqual(
+        events(await get('/admin/api/events?q=onerror')).map((e) => e.eventId),
+        ['evt_api_paid_0'],
+        'text search within the default window',
+      );
+    });
+
+    test('bad filters: 400 naming the parameter', async () => {
+      const cases: Array<[string, string]> = [
+        ['status=bogus', 'status'],
+        ['provider=paypal', 'provider'],
+        ['limit=0', 'limit'],
+        ['limit=1000', 'limit'],
+        ['limit=abc', 'limit'],
+        ['from=yesterday', 'from'],
+        ['to=2026-13-45', 'to'],
+        ['from=2026-12-02&to=2026-12-01', 'to'],
+        ['cursor=garbage', 'cursor'],
+        ['q=ab', 'q'],
+        ['q=card&from=2026-01-01&to=2026-12-01', 'q'],
+        ['status=failed&status=processed', 'status'],
+      ];
+      for (const [query, parameter] of cases) {
+        const answer = await get(`/admin/api/events?${query}`);
+        assert.equal(answer.status, 400, query);
+        assert.match(String(answer.json.message), new RegExp(`(^|/)${parameter}\\b`), query);
+      }
+      assert.equal((await get('/admin/api/events/abc')).status, 400);
+      assert.equal((await get('/admin/api/events/999999')).status, 404);
+      assert.equal((await get('/admin/api/payments/stripe/pi_nobody')).status, 404);
+      assert.equal((await get('/admin/api/payments/paypal/pi_api_paid_0')).status, 400);
+    });
+
+    test('event detail: payload as received, headers without the signature, timeline, payment, outbox', async () => {
+      const [row] = events(await get('/admin/api/events?eventId=evt_api_paid_0'));
+      const detail = (await get(`/admin/api/events/${String(row!.id)}`)).json;
+      const stored = await service.db
+        .selectFrom('webhook_events')
+        .select('payload')
+        .where('id', '=', row!.id as number)
+        .executeTakeFirstOrThrow();
+      assert.equal(detail.payload, stored.payload);
+      assert.match(String(detail.payloadPretty), /\n {2}"id": "evt_api_paid_0"/);
+      assert.deepEqual(Object.keys(detail.headers as object), ['content-type']);
+      assert.equal((detail.payment as { status: string }).status, 'captured');
+      assert.ok((detail.outbox as unknown[]).length >= 1, 'its receipt');
+      assert.deepEqual(
+        (detail.timeline as Array<{ what: string }>).map((t) => t.what),
+        ['received', 'attempt 1 (latest)', 'processed'],
+      );
+      const payment = (await get('/admin/api/payments/stripe/pi_api_paid_0')).json;
+      assert.deepEqual(
+        (payment.events as Array<{ event_id: string }>).map((e) => e.event_id),
+        ['evt_api_paid_0'],
+      );
+    });
+
+    test('replay: a viewer is refused, a dry run names the change, a replay needs a reason and is audited', async () => {
+      const [failed] = events(await get('/admin/api/events?status=failed&limit=1'));
+      const path = `/admin/api/events/${String(failed!.id)}/replay`;
+      assert.equal((await call('POST', path, { token: ADMIN.viewer, body: { dryRun: false, reason: 'try' } })).status, 403);
+      const dry = await call('POST', path, { token: ADMIN.viewer, body: { dryRun: true } });
+      assert.equal(dry.status, 200);
+      assert.equal(dry.json.result, 'would_replay');
+      assert.match(String(dry.json.transition), /^payment pi_api_failing_\d: new -> captured$/);
+      const noReason = await call('POST', path, { token: ADMIN.operator, body: { dryRun: false } });
+      assert.equal(noReason.status, 400);
+      assert.match(String(noReason.json.message), /^reason: /);
+      assert.equal((await call('POST', path, { token: ADMIN.operator, body: { dryRun: 'perhaps' } })).status, 400);
+
+      const replayed = await call('POST', path, { token: ADMIN.operator, body: { dryRun: false, reason: 'fulfilment is back' } });
+      assert.equal(replayed.status, 200);
+      assert.equal(replayed.json.result, 'failed', 'the handler still fails: the replay ran and says so');
+      const audit = (await get('/admin/api/audit')).json.actions as Array<Record<string, unknown>>;
+      assert.deepEqual(
+        { actor: audit[0]!.actor, role: audit[0]!.role, action: audit[0]!.action, target: audit[0]!.target, reason: audit[0]!.reason },
+        { actor: 'alice', role: 'operator', action: 'replay', target: `event ${String(failed!.id)}`, reason: 'fulfilment is back' },
+      );
+      const detail = (await get(`/admin/api/events/${String(failed!.id)}`)).json;
+      assert.ok((detail.timeline as Array<{ what: string; detail: string }>).some((t) => t.what === 'replayed by alice' && t.detail === 'fulfilment is back'));
+    });
+
+    test('bulk replay: count first, then run with progress to the end; a changed count starts nothing', async () => {
+      const filter = { status: 'failed', provider: 'stripe' };
+      const count = await call('POST', '/admin/api/bulk-replays/count', { token: ADMIN.operator, body: filter });
+      assert.deepEqual(count.json, { count: FAILING });
+      assert.equal((await call('POST', '/admin/api/bulk-replays/count', { token: ADMIN.operator, body: { status: 'received' } })).status, 400);
+      assert.equal((await call('POST', '/admin/api/bulk-replays', { token: ADMIN.viewer, body: { ...filter, reason: 'r', expectedCount: FAILING } })).status, 403);
+      const stale = await call('POST', '/admin/api/bulk-replays', { token: ADMIN.operator, body: { ...filter, reason: 'r', expectedCount: FAILING + 1 } });
+      assert.equal(stale.status, 400);
+      assert.match(String(stale.json.message), /^expectedCount: /);
+      const started = await call('POST', '/admin/api/bulk-replays', { token: ADMIN.operator, body: { ...filter, reason: 'bulk after outage', expectedCount: FAILING } });
+      assert.equal(started.status, 202);
+      let job: Record<string, unknown> = started.json;
+      await service.waitFor('the bulk replay to finish', async () => {
+        job = (await get(`/admin/api/bulk-replays/${String(started.json.id)}`)).json;
+        return job.state !== 'running';
+      });
+      assert.equal(job.state, 'finished');
+      assert.equal(job.done, FAILING);
+      const actions = ((await get('/admin/api/audit')).json.actions as Array<{ action: string }>).map((a) => a.action);
+      assert.ok(actions.includes('bulk_replay_started') && actions.includes('bulk_replay_finished'));
+    });
+
+    test('outbox: rows by status, retry of a skipped row (operator only, audited)', async () => {
+      const skipped = (await get('/admin/api/outbox?status=skipped')).json.rows as Array<{ id: number; status: string }>;
+      assert.ok(skipped.length > 0, 'receipts are skipped without SMTP');
+      assert.ok(skipped.every((row) => row.status === 'skipped'));
+      assert.equal((await get('/admin/api/outbox?status=lost')).status, 400);
+      const path = `/admin/api/outbox/${skipped[0]!.id}/retry`;
+      assert.equal((await call('POST', path, { token: ADMIN.viewer, body: { reason: 'resend' } })).status, 403);
+      const retried = await call('POST', path, { token: ADMIN.operator, body: { reason: 'SMTP configured now' } });
+      assert.equal(retried.status, 200);
+      const audit = (await get('/admin/api/audit')).json.actions as Array<Record<string, unknown>>;
+      assert.equal(audit[0]!.action, 'outbox_retry');
+      assert.equal(audit[0]!.target, `outbox ${skipped[0]!.id}`);
+    });
+
+    test('a session cookie from the sign-in form: state changes need our Origin or the CSRF token', async () => {
+      const wrong = await fetch(`${service.url}/admin/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'token=not-a-token',
+        redirect: 'manual',
+      });
+      assert.equal(wrong.status, 401);
+      const signIn = await fetch(`${service.url}/admin/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token: ADMIN.operator }).toString(),
+        redirect: 'manual',
+      });
+      assert.equal(signIn.status, 303);
+      const setCookie = signIn.headers.get('set-cookie') ?? '';
+      assert.match(setCookie, /HttpOnly/);
+      assert.match(setCookie, /SameSite=Strict/);
+      assert.match(setCookie, /Path=\/admin/);
+      const cookie = setCookie.split(';')[0]!;
+      assert.equal((await call('GET', '/admin/api/me', { headers: { cookie } })).json.name, 'alice');
+
+      const [failed] = events(await get('/admin/api/events?status=failed&limit=1'));
+      const path = `/admin/api/events/${Number(failed?.id ?? 1)}/replay`;
+      const body = { dryRun: true };
+      assert.equal((await call('POST', path, { headers: { cookie, origin: 'https://evil.example' }, body })).status, 403, 'a foreign Origin');
+      assert.equal((await call('POST', path, { headers: { cookie }, body })).status, 403, 'no Origin and no token');
+      assert.equal((await call('POST', path, { headers: { cookie, origin: service.url }, body })).status, 200, 'our own Origin');
+      const page = await (await fetch(`${service.url}/admin/outbox`, { headers: { cookie } })).text();
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(page)?.[1];
+      assert.ok(csrf);
+      assert.equal((await call('POST', path, { headers: { cookie, 'x-csrf-token': csrf }, body })).status, 200, 'the session token');
+      assert.equal((await call('POST', path, { headers: { cookie, 'x-csrf-token': `${csrf.slice(1)}x` }, body })).status, 403);
+    });
+
+    test('overview counts deliveries from the database; OpenAPI describes the API', async () => {
+      let overview: Record<string, unknown> = {};
+      await service.waitFor(
+        'the delivery stats to be written',
+        async () => {
+          overview = (await get('/admin/api/overview')).json;
+          const buckets = overview.buckets as Array<{ deliveries: Record<string, number> }>;
+          return buckets.reduce((n, b) => n + (b.deliveries.accepted ?? 0), 0) === PAID + FAILING;
+        },
+        30_000,
+      );
+      assert.equal((overview.buckets as unknown[]).length, 60);
+      assert.equal(typeof overview.failed, 'number');
+      assert.equal((await get('/admin/api/overview?period=week')).status, 400);
+      const openapi = (await get('/admin/api/openapi.json')).json;
+      assert.match(String(openapi.openapi), /^3\./);
+      const paths = Object.keys(openapi.paths as object);
+      for (const path of ['/admin/api/events', '/admin/api/events/{id}', '/admin/api/payments/{provider}/{paymentId}', '/admin/api/events/{id}/replay'])
+        assert.ok(paths.includes(path), path);
+    });
+  });
+}
+
+describe('admin off or misconfigured', () => {
+  test('ADMIN_TOKENS with a short token, a bad role or a bad shape fails at start naming ADMIN_TOKENS', () => {
+    for (const value of ['alice:operator:short', 'alice:admin:0123456789abcdef0123456789abcdef01', 'justatoken0123456789abcdef0123456789abcdef']) {
+      assert.throws(() => loadConfig({ ADMIN_TOKENS: value }), /ADMIN_TOKENS/);
+    }
+    assert.throws(() => loadConfig({ ADMIN_AUTH: 'proxy' }), /ADMIN_PROXY_HEADER[\s\S]*ADMIN_PROXY_ROLES[\s\S]*TRUST_PROXY/);
+    assert.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.0/99' }), /TRUST_PROXY/);
+    assert.equal(loadConfig({ ...ADMIN_ENV }).admin?.tokens.length, 2);
+    assert.equal(loadConfig({}).admin, null);
+  });
+
+  test('without ADMIN_TOKENS, /admin answers 404', async () => {
+    const database = databases.sqlite as TestDatabase;
+    const service = await Harness.start(database.url);
+    try {
+      for (const path of ['/admin', '/admin/api/events', '/admin/sign-in']) assert.equal((await service.request('GET', path)).status, 404, path);
+    } finally {
+      await service.close();
+    }
+  });
+});
