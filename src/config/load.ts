@@ -176,6 +176,7 @@ function readReconcile(read: EnvReader, payu: PayuSettings | null): ReconcileSet
 
 function readProviderAlerts(read: EnvReader): ProviderAlertSettings {
   return {
+    cron: read.cron('ALERT_CHECK_CRON', '*/5 * * * *'),
     non2xxForMs: read.duration('ALERT_NON_2XX_FOR', '2h'),
     signatureFailureShare: read.number('ALERT_SIGNATURE_FAILURE_SHARE', 0.5, { min: 0, max: 1 }),
     signatureFailureMinCount: read.integer('ALERT_SIGNATURE_FAILURE_MIN_COUNT', 10, { min: 1, max: 1_000_000 }),

@@ -70,6 +70,8 @@ export interface ReconcileSettings {
 
 /** Rules that know how providers fail (docs/operations.md, Alerts). */
 export interface ProviderAlertSettings {
+  /** Cron expression (UTC) of the check of these rules, or null (off). */
+  cron: string | null;
   /** Alert when a provider was answered only non-2xx for longer than this. */
   non2xxForMs: number;
   /** Alert when a provider's share of signature failures in the last hour is above this... */

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ProviderAlert } from './provider-alerts.js';
 import { summarizeStuck, type StuckReport } from './stuck.js';
 
 const SAMPLE_LINES = 10;
@@ -51,4 +52,13 @@ export async function postAlert(url: string, body: { text: string; blocks: unkno
     signal: AbortSignal.timeout(ALERT_TIMEOUT_MS),
   });
   if (!response.ok) throw new Error(`alert webhook answered ${response.status} ${response.statusText}`);
+}
+
+/** The alert of provider rules that started firing. */
+export function providerAlertBody(alerts: ProviderAlert[], source: string): { text: string; blocks: unknown[] } {
+  const providers = [...new Set(alerts.map((alert) => alert.provider))].join(', ');
+  return alertBody(
+    `webhook-inbox (${source}): ${alerts.length} provider alert${alerts.length === 1 ? '' : 's'} (${providers})`,
+    alerts.map((alert) => `• ${alert.message}`),
+  );
 }

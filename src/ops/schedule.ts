@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { OperationsSettings } from '../config/settings.js';
 import type { InboxDatabase } from '../db/schema.js';
-import { sendStuckAlert } from './alert.js';
+import { PROVIDER_NAMES } from '../model/delivery.js';
+import { postAlert, providerAlertBody, sendStuckAlert } from './alert.js';
+import { providerAlertCheck } from './provider-alerts.js';
 import { Archiver } from './archive/archiver.js';
 import type { Inbox } from '../inbox.js';
 import { runScheduledReconcile } from './reconcile/alerting.js';
@@ -63,7 +65,17 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
   }
 
   const { inbox } = deps;
-  if (inbox) schedule('reconcile', settings.reconcile.cron, () => runScheduledReconcile(settings.reconcile, settings.alertWebhookUrl, inbox));
+  if (inbox) {
+    schedule('reconcile', settings.reconcile.cron, () => runScheduledReconcile(settings.reconcile, settings.alertWebhookUrl, inbox));
+    const configured = PROVIDER_NAMES.filter((name) => !inbox.providers.unconfigured().some((u) => u.name === name));
+    const check = providerAlertCheck(deps.db, deps.clock, settings.alerts, configured);
+    const url = settings.alertWebhookUrl;
+    schedule('provider alerts', settings.alerts.cron, () =>
+      check(url ? (alerts) => postAlert(url, providerAlertBody(alerts, 'provider alerts')) : null, (alert) =>
+        deps.logger.warn({ provider: alert.provider, rule: alert.rule }, alert.message),
+      ),
+    );
+  }
 
   return {
     async stop() {

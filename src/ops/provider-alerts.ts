@@ -1,0 +1,114 @@
+import type { Kysely } from 'kysely';
+import type { Clock } from '../clock.js';
+import { formatDuration } from '../config/duration.js';
+import type { ProviderAlertSettings } from '../config/settings.js';
+import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import { PROVIDER_NAMES, type ProviderName } from '../model/delivery.js';
+import { minuteOf } from '../observability/answer-stats.js';
+
+/** The share of signature failures is judged over this last stretch of time. */
+const SIGNATURE_WINDOW_MS = 60 * 60_000;
+/** Per-minute counts older than this are deleted by the check: the rules look back hours, not weeks. */
+const STATS_RETENTION_MS = 14 * 24 * 60 * 60_000;
+
+export type ProviderAlertRule = 'non_2xx' | 'signature_failures' | 'silent';
+
+export interface ProviderAlert {
+  provider: ProviderName;
+  rule: ProviderAlertRule;
+  message: string;
+}
+
+/**
+ * The rules that match how providers fail, read from `provider_answer_stats` (every process's
+ * answers): a provider answered only non-2xx for longer than ALERT_NON_2XX_FOR (Razorpay disables a
+ * webhook after 24 hours of it), a share of signature failures above ALERT_SIGNATURE_FAILURE_SHARE
+ * (a secret rotated on one side only), no delivery at all for ALERT_PROVIDER_SILENT_FOR.
+ */
+export async function findProviderAlerts(
+  db: Kysely<InboxDatabase>,
+  clock: Clock,
+  settings: ProviderAlertSettings,
+  providers: readonly ProviderName[] = PROVIDER_NAMES,
+): Promise<ProviderAlert[]> {
+  const now = clock.now();
+  await db
+    .deleteFrom('provider_answer_stats')
+    .where('minute', '<', minuteOf(new Date(now.getTime() - STATS_RETENTION_MS)))
+    .execute();
+  const alerts: ProviderAlert[] = [];
+  for (const provider of providers) {
+    const lastOk = await lastMinute(db, provider, (answer) => answer === '2xx');
+    const firstBadSince = await db
+      .selectFrom('provider_answer_stats')
+      .select((eb) => eb.fn.min('minute').as('minute'))
+      .where('provider', '=', provider)
+      .where('answer', '!=', '2xx')
+      .$if(lastOk !== null, (q) => q.where('minute', '>', lastOk!))
+      .executeTakeFirst();
+    const failingSince = firstBadSince?.minute ?? null;
+    if (failingSince !== null && failingSince <= toDbTime(new Date(now.getTime() - settings.non2xxForMs))) {
+      alerts.push({
+        provider,
+        rule: 'non_2xx',
+        message: `${provider} has been answered only non-2xx (401, 4xx, 503) since ${failingSince} UTC, over ${formatDuration(settings.non2xxForMs)}: fix it before the provider disables the webhook (Razorpay does after 24 hours)`,
+      });
+    }
+
+    const recent = await db
+      .selectFrom('provider_answer_stats')
+      .select(['answer', (eb) => eb.fn.sum<number | string>('count').as('count')])
+      .where('provider', '=', provider)
+      .where('minute', '>=', minuteOf(new Date(now.getTime() - SIGNATURE_WINDOW_MS)))
+      .groupBy('answer')
+      .execute();
+    const total = recent.reduce((sum, row) => sum + Number(row.count), 0);
+    const failures = Number(recent.find((row) => row.answer === 'signature')?.count ?? 0);
+    if (failures >= settings.signatureFailureMinCount && failures / total > settings.signatureFailureShare) {
+      alerts.push({
+        provider,
+        rule: 'signature_failures',
+        message: `${failures} of ${total} ${provider} deliveries in the last hour failed their signature check: a secret was rotated at the provider and not here, or the reverse`,
+      });
+    }
+
+    if (settings.providerSilentForMs !== null) {
+      const last = await lastMinute(db, provider, () => true);
+      if (last === null || last < toDbTime(new Date(now.getTime() - settings.providerSilentForMs))) {
+        alerts.push({
+          provider,
+          rule: 'silent',
+          message: `no delivery from ${provider} for over ${formatDuration(settings.providerSilentForMs)}${last === null ? '' : ` (the last in the minute of ${last} UTC)`}: check its webhook settings, or run webhook-inbox reconcile`,
+        });
+      }
+    }
+  }
+  return alerts;
+}
+
+async function lastMinute(db: Kysely<InboxDatabase>, provider: string, which: (answer: string) => boolean): Promise<string | null> {
+  const rows = await db
+    .selectFrom('provider_answer_stats')
+    .select(['answer', (eb) => eb.fn.max('minute').as('minute')])
+    .where('provider', '=', provider)
+    .groupBy('answer')
+    .execute();
+  const minutes = rows.filter((row) => which(row.answer) && row.minute !== null).map((row) => row.minute);
+  return minutes.length === 0 ? null : minutes.reduce((a, b) => (a > b ? a : b));
+}
+
+/**
+ * The scheduled check: posts the alerts that started firing since the last check (each once while it
+ * fires, again after it stopped and started again), logs each either way.
+ */
+export function providerAlertCheck(db: Kysely<InboxDatabase>, clock: Clock, settings: ProviderAlertSettings, providers: readonly ProviderName[]) {
+  let firing = new Set<string>();
+  return async (post: ((alerts: ProviderAlert[]) => Promise<void>) | null, warn: (alert: ProviderAlert) => void): Promise<ProviderAlert[]> => {
+    const alerts = await findProviderAlerts(db, clock, settings, providers);
+    const fresh = alerts.filter((alert) => !firing.has(`${alert.provider}:${alert.rule}`));
+    firing = new Set(alerts.map((alert) => `${alert.provider}:${alert.rule}`));
+    for (const alert of alerts) warn(alert);
+    if (fresh.length > 0 && post) await post(fresh);
+    return fresh;
+  };
+}
