@@ -13,7 +13,7 @@ import { paymentApplier, type EventApplier, type PaymentHandlers } from './domai
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
 import { forwarding } from './forwarding/forwarding.js';
 import { AdminDashboard } from './admin/dashboard.js';
-import { DeliveryStatsRecorder } from './admin/delivery-stats.js';
+import { DeliveryStatsRecorder } from './observability/delivery-stats.js';
 import { adminRoutes } from './http/admin/admin-routes.js';
 import { installErrorHandling } from './http/errors.js';
 import { opsRoutes } from './http/ops-routes.js';
@@ -22,7 +22,6 @@ import { httpServerOptions, routeEveryMethod } from './http/server-options.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { Inbox } from './inbox.js';
 import { scheduleOperations } from './ops/schedule.js';
-import { ProviderAnswerStats } from './observability/answer-stats.js';
 import { createLogger } from './observability/logger.js';
 import type { InboxMetrics } from './observability/metrics.js';
 import { PrometheusMetrics } from './observability/prometheus.js';
@@ -121,8 +120,7 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
   const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
-  const answers = new ProviderAnswerStats(store.db, clock, logger);
-  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness, answers });
+  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }

@@ -2,12 +2,11 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config/settings.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
-import type { ProviderAnswerStats } from './observability/answer-stats.js';
-import { deliveryResult, type DeliveryResult, type InboxMetrics } from './observability/metrics.js';
+import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
 import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
 import type { BackgroundWorkers } from './processing/background-workers.js';
-import { isProviderName, type RawDelivery, type VerifiedEvent } from './model/delivery.js';
+import type { RawDelivery, VerifiedEvent } from './model/delivery.js';
 import type { ProviderRegistry } from './providers/registry.js';
 import type { EventQueue } from './queue/queue.js';
 import type { InboxStore, RecordResult } from './store/inbox-store.js';
@@ -48,8 +47,6 @@ export interface InboxParts {
   logger: Logger;
   metrics: InboxMetrics;
   readiness: Readiness;
-  /** How each provider was answered, counted in the database for the alert rules. */
-  answers?: ProviderAnswerStats;
 }
 
 export class Inbox {
@@ -64,7 +61,6 @@ export class Inbox {
   private readonly workers: BackgroundWorkers;
   private readonly settings: ProcessingSettings;
   private readonly components: BackgroundComponent[] = [];
-  private readonly answers: ProviderAnswerStats | undefined;
 
   constructor(parts: InboxParts) {
     ({
@@ -78,7 +74,6 @@ export class Inbox {
       logger: this.logger,
       metrics: this.metrics,
       readiness: this.readiness,
-      answers: this.answers,
     } = parts);
   }
 
@@ -88,18 +83,12 @@ export class Inbox {
     const seconds = () => (performance.now() - started) / 1000;
     try {
       const received = await this.receive(this.providers.verifier(provider).verify(delivery));
-      this.answered(provider, received.outcome === 'recorded' ? 'accepted' : 'duplicate', seconds());
+      this.metrics.deliveryAnswered(provider, received.outcome === 'recorded' ? 'accepted' : 'duplicate', seconds());
       return received;
     } catch (error) {
-      this.answered(provider, deliveryResult(error), seconds());
+      this.metrics.deliveryAnswered(provider, deliveryResult(error), seconds());
       throw error;
     }
-  }
-
-  private answered(provider: string, result: DeliveryResult, seconds: number): void {
-    this.metrics.deliveryAnswered(provider, result, seconds);
-    // Only the providers there are: a path naming another must not add rows.
-    if (isProviderName(provider)) this.answers?.add(provider, result);
   }
 
   /** Records a verified event; resolves once the record is durable (and, inline, processed). */
@@ -168,7 +157,6 @@ export class Inbox {
   /** Stops taking work, finishes or gives back in-flight events (bounded), then closes connections. */
   async stop(timeoutMs: number): Promise<void> {
     await Promise.all([this.workers.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
-    await this.answers?.flush();
     await this.queue.close();
     await this.store.close();
   }

@@ -254,17 +254,6 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .execute();
       },
     },
-    '0012_provider_answer_stats': {
-      async up(db) {
-        await table(db.schema, 'provider_answer_stats')
-          .addColumn('provider', types.shortText, (c) => c.notNull())
-          .addColumn('minute', types.timestamp, (c) => c.notNull())
-          .addColumn('answer', types.shortText, (c) => c.notNull())
-          .addColumn('count', 'integer', (c) => c.notNull())
-          .addUniqueConstraint('uq_provider_answer_stats', ['provider', 'minute', 'answer'])
-          .execute();
-      },
-    },
     '0013_payment_metadata': {
       async up(db) {
         await db.schema.alterTable('payments').addColumn('metadata', types.longText).execute();

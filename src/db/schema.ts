@@ -203,18 +203,6 @@ export interface OperationLocksTable {
   expires_at: DbTime;
 }
 
-/** How a provider was answered, per minute: every process adds its counts to the same rows. */
-export type ProviderAnswer = '2xx' | 'signature' | '4xx' | '5xx';
-
-export interface ProviderAnswerStatsTable {
-  id: Generated<number>;
-  provider: string;
-  /** The minute, 'YYYY-MM-DD HH:MM:00.000'. */
-  minute: DbTime;
-  answer: ProviderAnswer;
-  count: number;
-}
-
 /**
  * The inbox's own tables. A domain with tables of its own (the course platform, a team's handlers)
  * extends it: `interface MyDatabase extends InboxDatabase { grants: GrantsTable }`.
@@ -231,7 +219,6 @@ export interface InboxDatabase {
   admin_actions: AdminActionsTable;
   reconcile_runs: ReconcileRunsTable;
   operation_locks: OperationLocksTable;
-  provider_answer_stats: ProviderAnswerStatsTable;
 }
 
 export function toDbTime(date: Date): DbTime {

@@ -4,12 +4,15 @@ import { formatDuration } from '../config/duration.js';
 import type { ProviderAlertSettings } from '../config/settings.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import { PROVIDER_NAMES, type ProviderName } from '../model/delivery.js';
-import { minuteOf } from '../observability/answer-stats.js';
+import { minuteOf } from '../observability/delivery-stats.js';
+import type { DeliveryResult } from '../observability/metrics.js';
 
 /** The share of signature failures is judged over this last stretch of time. */
 const SIGNATURE_WINDOW_MS = 60 * 60_000;
-/** Per-minute counts older than this are deleted by the check: the rules look back hours, not weeks. */
+/** Per-minute counts older than this are deleted by the check: the rules and the overview look back hours, not weeks. */
 const STATS_RETENTION_MS = 14 * 24 * 60 * 60_000;
+/** The answers a provider takes as delivered. */
+const SUCCESS: DeliveryResult[] = ['accepted', 'duplicate'];
 
 export type ProviderAlertRule = 'non_2xx' | 'signature_failures' | 'silent';
 
@@ -20,8 +23,8 @@ export interface ProviderAlert {
 }
 
 /**
- * The rules that match how providers fail, read from `provider_answer_stats` (every process's
- * answers): a provider answered only non-2xx for longer than ALERT_NON_2XX_FOR (Razorpay disables a
+ * The rules that match how providers fail, read from `delivery_stats` (every process's answers,
+ * per minute): a provider answered only non-2xx for longer than ALERT_NON_2XX_FOR (Razorpay disables a
  * webhook after 24 hours of it), a share of signature failures above ALERT_SIGNATURE_FAILURE_SHARE
  * (a secret rotated on one side only), no delivery at all for ALERT_PROVIDER_SILENT_FOR.
  */
@@ -33,17 +36,17 @@ export async function findProviderAlerts(
 ): Promise<ProviderAlert[]> {
   const now = clock.now();
   await db
-    .deleteFrom('provider_answer_stats')
+    .deleteFrom('delivery_stats')
     .where('minute', '<', minuteOf(new Date(now.getTime() - STATS_RETENTION_MS)))
     .execute();
   const alerts: ProviderAlert[] = [];
   for (const provider of providers) {
-    const lastOk = await lastMinute(db, provider, (answer) => answer === '2xx');
+    const lastOk = await lastMinute(db, provider, (result) => SUCCESS.includes(result));
     const firstBadSince = await db
-      .selectFrom('provider_answer_stats')
+      .selectFrom('delivery_stats')
       .select((eb) => eb.fn.min('minute').as('minute'))
       .where('provider', '=', provider)
-      .where('answer', '!=', '2xx')
+      .where('result', 'not in', SUCCESS)
       .$if(lastOk !== null, (q) => q.where('minute', '>', lastOk!))
       .executeTakeFirst();
     const failingSince = firstBadSince?.minute ?? null;
@@ -56,14 +59,14 @@ export async function findProviderAlerts(
     }
 
     const recent = await db
-      .selectFrom('provider_answer_stats')
-      .select(['answer', (eb) => eb.fn.sum<number | string>('count').as('count')])
+      .selectFrom('delivery_stats')
+      .select(['result', (eb) => eb.fn.sum<number | string>('deliveries').as('count')])
       .where('provider', '=', provider)
       .where('minute', '>=', minuteOf(new Date(now.getTime() - SIGNATURE_WINDOW_MS)))
-      .groupBy('answer')
+      .groupBy('result')
       .execute();
     const total = recent.reduce((sum, row) => sum + Number(row.count), 0);
-    const failures = Number(recent.find((row) => row.answer === 'signature')?.count ?? 0);
+    const failures = Number(recent.find((row) => row.result === 'invalid_signature')?.count ?? 0);
     if (failures >= settings.signatureFailureMinCount && failures / total > settings.signatureFailureShare) {
       alerts.push({
         provider,
@@ -86,14 +89,14 @@ export async function findProviderAlerts(
   return alerts;
 }
 
-async function lastMinute(db: Kysely<InboxDatabase>, provider: string, which: (answer: string) => boolean): Promise<string | null> {
+async function lastMinute(db: Kysely<InboxDatabase>, provider: string, which: (result: DeliveryResult) => boolean): Promise<string | null> {
   const rows = await db
-    .selectFrom('provider_answer_stats')
-    .select(['answer', (eb) => eb.fn.max('minute').as('minute')])
+    .selectFrom('delivery_stats')
+    .select(['result', (eb) => eb.fn.max('minute').as('minute')])
     .where('provider', '=', provider)
-    .groupBy('answer')
+    .groupBy('result')
     .execute();
-  const minutes = rows.filter((row) => which(row.answer) && row.minute !== null).map((row) => row.minute);
+  const minutes = rows.filter((row) => which(row.result as DeliveryResult) && row.minute !== null).map((row) => row.minute);
   return minutes.length === 0 ? null : minutes.reduce((a, b) => (a > b ? a : b));
 }
 

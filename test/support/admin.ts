@@ -1,4 +1,4 @@
-import { DeliveryStatsRecorder } from '../../src/admin/delivery-stats.js';
+import { DeliveryStatsRecorder } from '../../src/observability/delivery-stats.js';
 import { coursePlatform } from '../../src/course-platform/course-platform.js';
 import type { PaymentHandlers } from '../../src/domain/applier.js';
 import { Harness } from './harness.js';

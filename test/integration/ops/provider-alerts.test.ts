@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import type { ProviderAlertSettings } from '../../../src/config/settings.js';
-import { ProviderAnswerStats, minuteOf } from '../../../src/observability/answer-stats.js';
+import { DeliveryStatsRecorder, minuteOf } from '../../../src/observability/delivery-stats.js';
+import type { DeliveryResult } from '../../../src/observability/metrics.js';
+import { PrometheusMetrics } from '../../../src/observability/prometheus.js';
 import { findProviderAlerts } from '../../../src/ops/provider-alerts.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness, TestClock, waitFor } from '../../support/harness.js';
@@ -18,10 +20,10 @@ for (const backend of STORE_BACKENDS) {
     let db: TestDatabase;
     let service: Harness;
     const hoursAgo = (hours: number) => minuteOf(new Date(service.clock.now().getTime() - hours * HOUR_MS));
-    const seed = (provider: string, answer: '2xx' | '5xx' | 'signature' | '4xx', hours: number, count = 1) =>
+    const seed = (provider: string, result: DeliveryResult, hours: number, deliveries = 1) =>
       service.db
-        .insertInto('provider_answer_stats')
-        .values({ provider, answer, minute: hoursAgo(hours), count })
+        .insertInto('delivery_stats')
+        .values({ provider, result, minute: hoursAgo(hours), deliveries, ack_ms_total: 0, ack_ms_max: 0 })
         .execute();
     const alertsOf = async (settings: Partial<ProviderAlertSettings> = {}) =>
       (await findProviderAlerts(service.db, service.clock, { ...SETTINGS, ...settings })).map((alert) => `${alert.provider}:${alert.rule}`);
@@ -38,15 +40,26 @@ for (const backend of STORE_BACKENDS) {
     test('answers are counted per minute in the database, and several processes add up', async () => {
       const clock = new TestClock();
       const logger = pino({ level: 'silent' });
-      const processes = [new ProviderAnswerStats(service.db, clock, logger), new ProviderAnswerStats(service.db, clock, logger)];
-      for (const stats of processes) for (let i = 0; i < 3; i++) stats.add('payu', 'unavailable');
+      const recorder = () => new DeliveryStatsRecorder(new PrometheusMetrics({ stats: async () => ({}) as never, clock, logger }), service.db, clock, logger);
+      const processes = [recorder(), recorder()];
+      for (const stats of processes) for (let i = 0; i < 3; i++) stats.deliveryAnswered('payu', 'unavailable', 0.01);
+      // A path naming no provider of ours is counted as unknown, never as a row of its own.
+      processes[0]!.deliveryAnswered('<script>', 'bad_request', 0.01);
       await Promise.all(processes.map((stats) => stats.flush()));
-      const rows = await service.db.selectFrom('provider_answer_stats').select(['answer', 'count']).where('provider', '=', 'payu').execute();
+      const rows = await service.db
+        .selectFrom('delivery_stats')
+        .select(['provider', 'result', 'deliveries'])
+        .where('provider', 'in', ['payu', 'unknown', '<script>'])
+        .orderBy('provider')
+        .execute();
       assert.deepEqual(
-        rows.map((row) => [row.answer, Number(row.count)]),
-        [['5xx', 6]],
+        rows.map((row) => [row.provider, row.result, Number(row.deliveries)]),
+        [
+          ['payu', 'unavailable', 6],
+          ['unknown', 'bad_request', 1],
+        ],
       );
-      await service.db.deleteFrom('provider_answer_stats').execute();
+      await service.db.deleteFrom('delivery_stats').execute();
     });
 
     test("a provider's share of signature failures above the threshold alerts; below the minimum count it does not", async () => {
@@ -58,27 +71,28 @@ for (const backend of STORE_BACKENDS) {
           401,
         );
       await waitFor('the answers counted in the database', async () => {
-        const rows = await service.db.selectFrom('provider_answer_stats').select('count').where('provider', '=', 'stripe').execute();
-        return rows.reduce((sum, row) => sum + Number(row.count), 0) >= 12;
+        if (service.inbox.metrics instanceof DeliveryStatsRecorder) await service.inbox.metrics.flush();
+        const rows = await service.db.selectFrom('delivery_stats').select('deliveries').where('provider', '=', 'stripe').execute();
+        return rows.reduce((sum, row) => sum + Number(row.deliveries), 0) >= 12;
       });
       assert.deepEqual(await alertsOf(), ['stripe:signature_failures']);
       assert.deepEqual(await alertsOf({ signatureFailureMinCount: 20 }), []);
-      await service.db.deleteFrom('provider_answer_stats').execute();
+      await service.db.deleteFrom('delivery_stats').execute();
     });
 
     test('only non-2xx answers for longer than ALERT_NON_2XX_FOR alerts; a 2xx since ends it', async () => {
-      await seed('razorpay', '2xx', 5);
-      await seed('razorpay', '5xx', 3);
-      await seed('razorpay', '4xx', 0.1);
-      await seed('payu', '5xx', 1);
+      await seed('razorpay', 'accepted', 5);
+      await seed('razorpay', 'unavailable', 3);
+      await seed('razorpay', 'bad_request', 0.1);
+      await seed('payu', 'error', 1);
       assert.deepEqual(await alertsOf(), ['razorpay:non_2xx'], 'payu fails for one hour only');
-      await seed('razorpay', '2xx', 0.05);
+      await seed('razorpay', 'duplicate', 0.05);
       assert.deepEqual(await alertsOf(), []);
     });
 
     test('silence alerts only when ALERT_PROVIDER_SILENT_FOR is set', async () => {
       assert.deepEqual(await alertsOf(), []);
-      await seed('stripe', '2xx', 3);
+      await seed('stripe', 'accepted', 3);
       const silent = await alertsOf({ providerSilentForMs: 2 * HOUR_MS });
       // Razorpay and PayU delivered within 2h (a failed delivery is a delivery too); Stripe 3h ago.
       assert.deepEqual(silent, ['stripe:silent']);

@@ -50,7 +50,6 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0009_admin_actions',
       '0010_event_source',
       '0011_reconcile_runs',
-      '0012_provider_answer_stats',
       '0013_payment_metadata',
       '0015_outbox_ordering',
       '0016_copy_progress',

@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { toDbTime, type InboxDatabase } from '../db/schema.js';
-import type { DeliveryResult, InboxMetrics } from '../observability/metrics.js';
+import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
+import { isProviderName } from '../model/delivery.js';
+import type { DeliveryResult, InboxMetrics } from './metrics.js';
 
 /** How often each process adds its counts to the shared tables. */
 export const STATS_FLUSH_MS = 5000;
@@ -29,10 +30,17 @@ interface MinuteCounts {
   ackMsMax: number;
 }
 
+/** The start of the minute `date` is in, as stored: 'YYYY-MM-DD HH:MM:00.000'. */
+export function minuteOf(date: Date): DbTime {
+  return toDbTime(new Date(date.getTime() - (date.getTime() % 60_000)));
+}
+
 /**
  * Counts deliveries per minute, provider and result in memory, beside the metrics it wraps, and adds
- * them to `delivery_stats` every few seconds, so the overview sums every process. The answer path
- * only touches a map; rejections go to a fixed ring of rows, so a forged flood cannot grow a table.
+ * them to `delivery_stats` every few seconds, so the admin overview and the provider alert rules see
+ * every process. The answer path only touches a map; rejections go to a fixed ring of rows, so a
+ * forged flood cannot grow a table. A provider name from the URL that is not one of ours is counted
+ * as `unknown`: a path an attacker tries must not add rows.
  */
 export class DeliveryStatsRecorder implements InboxMetrics {
   private counts = new Map<string, MinuteCounts>();
@@ -50,19 +58,29 @@ export class DeliveryStatsRecorder implements InboxMetrics {
 
   deliveryAnswered(provider: string, result: DeliveryResult, seconds: number): void {
     this.inner.deliveryAnswered(provider, result, seconds);
-    const now = this.clock.now();
-    const minute = toDbTime(new Date(now.getTime() - (now.getTime() % 60_000)));
-    const key = `${minute}|${provider}|${result}`;
-    const entry = this.counts.get(key) ?? { minute, provider, result, deliveries: 0, ackMsTotal: 0, ackMsMax: 0 };
-    const ms = Math.round(seconds * 1000);
-    entry.deliveries++;
-    entry.ackMsTotal += ms;
-    entry.ackMsMax = Math.max(entry.ackMsMax, ms);
-    this.counts.set(key, entry);
+    this.add({
+      minute: minuteOf(this.clock.now()),
+      provider: isProviderName(provider) ? provider : 'unknown',
+      result,
+      deliveries: 1,
+      ackMsTotal: Math.round(seconds * 1000),
+      ackMsMax: Math.round(seconds * 1000),
+    });
+  }
+
+  private add(counts: MinuteCounts): void {
+    const key = `${counts.minute}|${counts.provider}|${counts.result}`;
+    const entry = this.counts.get(key);
+    if (!entry) this.counts.set(key, { ...counts });
+    else {
+      entry.deliveries += counts.deliveries;
+      entry.ackMsTotal += counts.ackMsTotal;
+      entry.ackMsMax = Math.max(entry.ackMsMax, counts.ackMsMax);
+    }
   }
 
   rejected(rejection: Rejection): void {
-    if (this.rejections.length < REJECTIONS_PER_FLUSH) this.rejections.push(rejection);
+    if (this.rejections.length < REJECTIONS_PER_FLUSH) this.rejections.push({ ...rejection, provider: isProviderName(rejection.provider) ? rejection.provider : 'unknown' });
   }
 
   leaseTakenOver(provider: string): void {
@@ -91,18 +109,29 @@ export class DeliveryStatsRecorder implements InboxMetrics {
     await this.flush();
   }
 
-  /** Adds what was counted since the last flush; a failed flush keeps nothing (the counts are an overview, not a ledger). */
+  /**
+   * Adds what was counted since the last flush. A failed flush keeps the counts for the next one (the
+   * alert rules read them: a database outage must not hide the 503s it caused); rejections are
+   * examples only, and go.
+   */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.write().catch((error: unknown) => this.logger.warn({ err: error }, 'delivery stats not written')));
+    this.flushing = this.flushing.then(async () => {
+      const counts = [...this.counts.values()];
+      const rejections = this.rejections;
+      this.counts = new Map();
+      this.rejections = [];
+      if (counts.length === 0 && rejections.length === 0) return;
+      try {
+        await this.write(counts, rejections);
+      } catch (error) {
+        for (const entry of counts) this.add(entry);
+        this.logger.warn({ err: error }, 'delivery counts not written; kept for the next flush');
+      }
+    });
     return this.flushing;
   }
 
-  private async write(): Promise<void> {
-    const counts = [...this.counts.values()];
-    const rejections = this.rejections;
-    this.counts = new Map();
-    this.rejections = [];
-    if (counts.length === 0 && rejections.length === 0) return;
+  private async write(counts: MinuteCounts[], rejections: Rejection[]): Promise<void> {
     const now = toDbTime(this.clock.now());
     await this.db.transaction().execute(async (tx) => {
       for (const entry of counts) {
