@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { DeliveryStatsRecorder } from '../../../src/admin/delivery-stats.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { ADMIN, ADMIN_ENV, startAdminService } from '../../support/admin.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
@@ -268,6 +269,22 @@ for (const backend of STORE_BACKENDS) {
       assert.equal((await call('POST', path, { headers: { cookie, 'x-csrf-token': `${csrf.slice(1)}x` }, body })).status, 403);
     });
 
+    test('a refused delivery is listed with its reason, never its body or signature', async () => {
+      const forged = await service.request(
+        'POST',
+        '/webhooks/stripe',
+        { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=deadbeef' },
+        '{"secret_body":"<script>x</script>"}',
+      );
+      assert.equal(forged.status, 401);
+      if (service.inbox.metrics instanceof DeliveryStatsRecorder) await service.inbox.metrics.flush();
+      const { recentRejections } = (await get('/admin/api/overview')).json as { recentRejections: Array<Record<string, unknown>> };
+      assert.equal(recentRejections[0]?.provider, 'stripe');
+      assert.equal(recentRejections[0]?.statusCode, 401);
+      assert.equal(recentRejections[0]?.bodyBytes, 36);
+      assert.doesNotMatch(JSON.stringify(recentRejections), /secret_body|deadbeef/);
+    });
+
     test('overview counts deliveries from the database; OpenAPI describes the API', async () => {
       let overview: Record<string, unknown> = {};
       await service.waitFor(
@@ -275,7 +292,7 @@ for (const backend of STORE_BACKENDS) {
         async () => {
           overview = (await get('/admin/api/overview')).json;
           const buckets = overview.buckets as Array<{ deliveries: Record<string, number> }>;
-          return buckets.reduce((n, b) => n + (b.deliveries.accepted ?? 0), 0) === PAID + FAILING;
+          return buckets.reduce((n, b) => n + (b.deliveries.accepted ?? 0), 0) === PAID + FAILING && buckets.some((b) => (b.deliveries.invalid_signature ?? 0) > 0);
         },
         30_000,
       );
@@ -307,6 +324,56 @@ describe('admin off or misconfigured', () => {
     const service = await Harness.start(database.url);
     try {
       for (const path of ['/admin', '/admin/api/events', '/admin/sign-in']) assert.equal((await service.request('GET', path)).status, 404, path);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe('admin behind an SSO proxy', () => {
+  const proxyEnv = { ADMIN_AUTH: 'proxy', ADMIN_PROXY_HEADER: 'X-Forwarded-Email', ADMIN_PROXY_ROLES: 'alice@example.com:operator,*:viewer', LOG_LEVEL: 'silent' };
+
+  test('the header is believed from a TRUST_PROXY address only, with the role ADMIN_PROXY_ROLES gives', async () => {
+    const database = databases.sqlite as TestDatabase;
+    const trusted = await Harness.start(database.url, { ...proxyEnv, TRUST_PROXY: '127.0.0.1' });
+    try {
+      const me = (email: string) => fetch(`${trusted.url}/admin/api/me`, { headers: { 'x-forwarded-email': email } });
+      assert.deepEqual(await (await me('alice@example.com')).json(), { name: 'alice@example.com', role: 'operator', via: 'proxy' });
+      assert.deepEqual(await (await me('mallory@example.com')).json(), { name: 'mallory@example.com', role: 'viewer', via: 'proxy' });
+      assert.equal((await fetch(`${trusted.url}/admin/api/me`)).status, 401, 'no header, no user');
+      const post = (origin: string) =>
+        fetch(`${trusted.url}/admin/api/outbox/1/retry`, {
+          method: 'POST',
+          headers: { 'x-forwarded-email': 'alice@example.com', origin, 'content-type': 'application/json' },
+          body: '{"reason":"r"}',
+        });
+      assert.equal((await post('https://evil.example')).status, 403, 'a proxy identity is ambient: a foreign Origin is refused');
+      assert.equal((await post(trusted.url)).status, 404, 'our Origin passes (there is no outbox row 1)');
+    } finally {
+      await trusted.close();
+    }
+    const untrusted = await Harness.start(database.url, { ...proxyEnv, TRUST_PROXY: '10.9.9.9' });
+    try {
+      const answer = await fetch(`${untrusted.url}/admin/api/me`, { headers: { 'x-forwarded-email': 'alice@example.com' } });
+      assert.equal(answer.status, 401, 'the header from anyone else is ignored');
+    } finally {
+      await untrusted.close();
+    }
+  });
+
+  test('the session cookie is Secure when a trusted proxy says the request came over https', async () => {
+    const database = databases.sqlite as TestDatabase;
+    const service = await Harness.start(database.url, { ...ADMIN_ENV, TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'silent' });
+    try {
+      const signIn = (headers: Record<string, string>) =>
+        fetch(`${service.url}/admin/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          body: new URLSearchParams({ token: ADMIN.viewer }).toString(),
+          redirect: 'manual',
+        });
+      assert.match((await signIn({ 'x-forwarded-proto': 'https' })).headers.get('set-cookie') ?? '', /; Secure/);
+      assert.doesNotMatch((await signIn({})).headers.get('set-cookie') ?? '', /; Secure/);
     } finally {
       await service.close();
     }
