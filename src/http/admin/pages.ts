@@ -1,7 +1,7 @@
 import type { Actor } from '../../admin/access.js';
 import type { BulkReplayJob } from '../../admin/actions.js';
 import type { AdminAction } from '../../admin/audit.js';
-import type { EventListFilter, EventPage } from '../../admin/event-list.js';
+import { eventListItem, type EventListFilter, type EventPage } from '../../admin/event-list.js';
 import type { EventView } from '../../admin/event-view.js';
 import type { Overview } from '../../admin/overview.js';
 import type { OutboxEntry } from '../../outbox/outbox-store.js';
@@ -375,7 +375,7 @@ export function paymentPage(context: PageContext, detail: PaymentDetail): string
           : html`<p>No event of it has been processed yet.</p>`
       }
       <h2>Events in received order (the states it moved through)</h2>
-      ${eventsTable(detail.events.map((e) => ({ id: e.id, provider: e.provider, eventId: e.event_id, type: e.event_type, status: e.status, paymentId: e.payment_id, receivedAt: e.created_at, attempts: e.attempts, processedAt: e.processed_at, lastError: e.last_error })))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
+      ${eventsTable(detail.events.map(eventListItem))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
       <h2>Order</h2>
       ${detail.order ? facts(Object.entries(detail.order).map(([k, v]) => [k, v === null ? null : String(v)])) : html`<p>None.</p>`}
       <h2>Enrollments</h2>
