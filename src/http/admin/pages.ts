@@ -102,6 +102,16 @@ export function overviewPage(context: PageContext, overview: Overview): string {
     { name: 'mean ms', colour: '#2456c9', values: overview.buckets.map((b) => b.ackMeanMs) },
     { name: 'max ms', colour: '#c4640a', values: overview.buckets.map((b) => b.ackMaxMs) },
   ]);
+  const sampled = (pick: (sample: NonNullable<Overview['buckets'][number]['sample']>) => number | null) => overview.buckets.map((b) => (b.sample ? pick(b.sample) : null));
+  const backlog = lineChart(`Backlog due and oldest pending (last ${overview.period})`, 'events, seconds', labels, [
+    { name: 'due', colour: '#2456c9', values: sampled((s) => s.due) },
+    { name: 'oldest pending s', colour: '#c4640a', values: sampled((s) => s.oldestPendingSeconds) },
+  ]);
+  const attention = lineChart(`Failed, stuck, outbox failed (last ${overview.period})`, 'count', labels, [
+    { name: 'failed', colour: '#b42318', values: sampled((s) => s.failed) },
+    { name: 'stuck', colour: '#7a2ec4', values: sampled((s) => s.stuck) },
+    { name: 'outbox failed', colour: '#444444', values: sampled((s) => s.outboxFailed) },
+  ]);
   const card = (label: string, value: string | number, bad = false) =>
     html`<div class="card">
       <div class="n ${bad ? 'bad' : ''}">${value}</div>
@@ -117,6 +127,8 @@ export function overviewPage(context: PageContext, overview: Overview): string {
       </div>
       <h2>Traffic</h2>
       <div class="charts">${deliveries}${latency}</div>
+      <h2>What needs attention</h2>
+      <div class="charts">${backlog}${attention}</div>
       <h2>Recent rejected deliveries</h2>
       ${rejectionsTable(overview.recentRejections.slice(0, 5))}
       <p><a href="/admin/rejections">all recent rejections</a></p>`,

@@ -297,6 +297,9 @@ for (const backend of STORE_BACKENDS) {
         30_000,
       );
       assert.equal((overview.buckets as unknown[]).length, 60);
+      const samples = (overview.buckets as Array<{ sample: { failed: number } | null }>).filter((b) => b.sample !== null);
+      assert.ok(samples.length >= 1, 'a process sampled the backlog and failures this minute');
+      assert.equal(samples.at(-1)!.sample!.failed, FAILING, 'the failed events, as they stood when sampled');
       assert.equal(typeof overview.failed, 'number');
       assert.equal((await get('/admin/api/overview?period=week')).status, 400);
       const openapi = (await get('/admin/api/openapi.json')).json;
