@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { DeliveryStatsRecorder } from '../../../src/admin/delivery-stats.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { ADMIN, ADMIN_ENV, startAdminService } from '../../support/admin.js';
-import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
+import { createTestDatabase, createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
 
 const databases = await createTestDatabases();
@@ -311,7 +311,12 @@ for (const backend of STORE_BACKENDS) {
   });
 }
 
+/** The describes below start services of their own, on a SQLite database of this file's own. */
+const ownDatabase = (await createTestDatabase('sqlite')) as TestDatabase;
+after(() => ownDatabase.drop());
+
 describe('admin off or misconfigured', () => {
+  const database = ownDatabase;
   test('ADMIN_TOKENS with a short token, a bad role or a bad shape fails at start naming ADMIN_TOKENS', () => {
     for (const value of ['alice:operator:short', 'alice:admin:0123456789abcdef0123456789abcdef01', 'justatoken0123456789abcdef0123456789abcdef']) {
       assert.throws(() => loadConfig({ ADMIN_TOKENS: value }), /ADMIN_TOKENS/);
@@ -323,7 +328,6 @@ describe('admin off or misconfigured', () => {
   });
 
   test('without ADMIN_TOKENS, /admin answers 404', async () => {
-    const database = databases.sqlite as TestDatabase;
     const service = await Harness.start(database.url);
     try {
       for (const path of ['/admin', '/admin/api/events', '/admin/sign-in']) assert.equal((await service.request('GET', path)).status, 404, path);
@@ -334,10 +338,10 @@ describe('admin off or misconfigured', () => {
 });
 
 describe('admin behind an SSO proxy', () => {
+  const database = ownDatabase;
   const proxyEnv = { ADMIN_AUTH: 'proxy', ADMIN_PROXY_HEADER: 'X-Forwarded-Email', ADMIN_PROXY_ROLES: 'alice@example.com:operator,*:viewer', LOG_LEVEL: 'silent' };
 
   test('the header is believed from a TRUST_PROXY address only, with the role ADMIN_PROXY_ROLES gives', async () => {
-    const database = databases.sqlite as TestDatabase;
     const trusted = await Harness.start(database.url, { ...proxyEnv, TRUST_PROXY: '127.0.0.1' });
     try {
       const me = (email: string) => fetch(`${trusted.url}/admin/api/me`, { headers: { 'x-forwarded-email': email } });
@@ -365,7 +369,6 @@ describe('admin behind an SSO proxy', () => {
   });
 
   test('the session cookie is Secure when a trusted proxy says the request came over https', async () => {
-    const database = databases.sqlite as TestDatabase;
     const service = await Harness.start(database.url, { ...ADMIN_ENV, TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'silent' });
     try {
       const signIn = (headers: Record<string, string>) =>
