@@ -52,7 +52,7 @@ export async function overview(
     db.selectFrom('pipeline_samples').selectAll().where('minute', '>=', since).orderBy('minute').execute(),
     store.pipelineStats(),
     outboxCounts(),
-    db.selectFrom('rejected_deliveries').selectAll().orderBy('rejected_at', 'desc').orderBy('id', 'desc').limit(20).execute(),
+    recentRejections(db, 5),
   ]);
   const emptyBucket = (index: number): OverviewBucket & { total: number; ackMs: number; ackMaxMs: number } => ({
     at: new Date(start + index * bucketMs).toISOString(),
@@ -100,13 +100,19 @@ export async function overview(
     failed: stats.failed,
     stuck: stats.stuck,
     outbox,
-    recentRejections: rejections.map((r) => ({
-      at: fromDbTime(r.rejected_at).toISOString(),
-      provider: r.provider,
-      statusCode: r.status_code,
-      reason: r.reason,
-      remoteAddress: r.remote_address,
-      bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
-    })),
+    recentRejections: rejections,
   };
+}
+
+/** The newest refused deliveries, newest first (the ring keeps the last REJECTION_RING_SLOTS). */
+export async function recentRejections(db: Kysely<InboxDatabase>, limit: number): Promise<Overview['recentRejections']> {
+  const rows = await db.selectFrom('rejected_deliveries').selectAll().orderBy('rejected_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rows.map((r) => ({
+    at: fromDbTime(r.rejected_at).toISOString(),
+    provider: r.provider,
+    statusCode: r.status_code,
+    reason: r.reason,
+    remoteAddress: r.remote_address,
+    bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
+  }));
 }

@@ -130,7 +130,7 @@ export function overviewPage(context: PageContext, overview: Overview): string {
       <h2>What needs attention</h2>
       <div class="charts">${backlog}${attention}</div>
       <h2>Recent rejected deliveries</h2>
-      ${rejectionsTable(overview.recentRejections.slice(0, 5))}
+      ${rejectionsTable(overview.recentRejections)}
       <p><a href="/admin/rejections">all recent rejections</a></p>`,
     context,
   );

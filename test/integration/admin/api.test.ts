@@ -58,6 +58,8 @@ for (const backend of STORE_BACKENDS) {
         '/admin/api/openapi.json',
         '/admin/api/outbox',
         '/admin/api/audit',
+        '/admin/api/rejections',
+        '/admin/api/stuck',
       ]) {
         for (const token of [undefined, 'wrong-token-0123456789abcdef0123456789abcdef']) {
           const answer = await call('GET', path, { token });
@@ -283,6 +285,8 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(recentRejections[0]?.statusCode, 401);
       assert.equal(recentRejections[0]?.bodyBytes, 36);
       assert.doesNotMatch(JSON.stringify(recentRejections), /secret_body|deadbeef/);
+      const listed = (await get('/admin/api/rejections')).json.rejections as Array<Record<string, unknown>>;
+      assert.deepEqual(listed[0], recentRejections[0]);
     });
 
     test('overview counts deliveries from the database; OpenAPI describes the API', async () => {
