@@ -5,7 +5,7 @@ import { Command } from 'commander';
 import { sql } from 'kysely';
 import { encodeCursor } from '../src/admin/event-list.js';
 import { createApp } from '../src/app.js';
-import { positiveIntegerOption } from '../src/cli/context.js';
+import { positiveIntegerOption, wholeNumberOption } from '../src/cli/context.js';
 import { loadConfig } from '../src/config/load.js';
 import { createBenchDatabase } from './database.js';
 
@@ -22,7 +22,7 @@ const options = new Command()
   .name('node --import tsx bench/admin-event-page.ts')
   .option('--store <store>', 'sqlite or mysql', 'sqlite')
   .option('--mysql-url <url>', 'MariaDB server for --store mysql', 'mysql://root@127.0.0.1:3306')
-  .option('--rows <n>', 'rows in webhook_events', positiveIntegerOption, 5_000_000)
+  .option('--rows <n>', 'rows in webhook_events', wholeNumberOption(100_000_000), 5_000_000)
   .option('--samples <n>', 'requests per case', positiveIntegerOption, 30)
   .parse()
   .opts<{ store: 'sqlite' | 'mysql'; mysqlUrl: string; rows: number; samples: number }>();

@@ -87,7 +87,17 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   const outbox = new OutboxStore(store.db, clock);
   const counted = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   // Deliveries per minute go to the database too, so the admin overview sums every process.
-  const metrics = new DeliveryStatsRecorder(counted, store.db, clock, logger);
+  const metrics = new DeliveryStatsRecorder(counted, store.db, clock, logger, async () => {
+    const [stats, outboxCounts] = await Promise.all([store.pipelineStats(), outbox.countByStatus()]);
+    const oldest = stats.oldestPendingAt;
+    return {
+      due: stats.due,
+      oldestPendingSeconds: oldest ? Math.max(0, Math.round((clock.now().getTime() - oldest.getTime()) / 1000)) : null,
+      failed: stats.failed,
+      stuck: stats.stuck,
+      outboxFailed: outboxCounts.failed,
+    };
+  });
   const readiness = new Readiness(logger);
   for (const check of [...storeChecks(store), ...(options.readinessChecks ?? [])]) readiness.add(check);
   const providers = new ProviderRegistry(config.providers);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import type { OutboxStore } from '../outbox/outbox-store.js';
@@ -49,6 +50,7 @@ export class AdminActions {
     private readonly replayer: Replayer,
     private readonly outbox: OutboxStore,
     private readonly audit: AuditLog,
+    private readonly logger: Logger,
   ) {}
 
   /** A dry run writes nothing but shows the payment change; a real one is audited with its result. */
@@ -125,7 +127,7 @@ export class AdminActions {
     const { processed, failed, skipped } = job.counts;
     await this.audit
       .record(actor, `bulk_replay_${job.state}`, `bulk ${job.id}`, reason, `${job.done}/${job.total}: ${processed} processed, ${failed} failed, ${skipped} skipped`)
-      .catch(() => undefined);
+      .catch((error: unknown) => this.logger.error({ err: error, job: job.id }, 'bulk replay ended but its audit row was not written'));
   }
 
   job(id: string): BulkReplayJob | null {

@@ -1,17 +1,11 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import { toDbTime, type AdminActionsTable, type InboxDatabase } from '../db/schema.js';
 import type { Actor } from './access.js';
+import { isoTime } from './event-list.js';
 
-export interface AdminAction {
-  actor: string;
-  role: string;
-  action: string;
-  target: string;
-  reason: string | null;
-  result: string | null;
-  at: string;
-}
+/** One audit row as shown: its time in ISO 8601. */
+export type AdminAction = Omit<Selectable<AdminActionsTable>, 'id'>;
 
 /** Every change made through /admin, with who (token name or proxy user), their role, and why. */
 export class AuditLog {
@@ -32,6 +26,6 @@ export class AuditLog {
     let query = this.db.selectFrom('admin_actions').selectAll().orderBy('id', 'desc').limit(limit);
     if (target) query = query.where('target', '=', target);
     const rows = await query.execute();
-    return rows.map(({ id: _id, ...row }) => ({ ...row, at: `${row.at.replace(' ', 'T')}Z` }));
+    return rows.map(({ id: _id, ...row }) => ({ ...row, at: isoTime(row.at) }));
   }
 }

@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import { toDbTime, type DbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
 import { EVENT_STATUSES } from '../ops/event-lookup.js';
 import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
@@ -7,7 +7,7 @@ import { AdminInputError, integer, oneOf, text, time, type Query } from './input
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 /** Text search reads every payload in its window, so the window is bounded (bench/NOTES.md has its cost). */
-export const SEARCH_WINDOW_DEFAULT_MS = 24 * 3600_000;
+export const SEARCH_WINDOW_DEFAULT_MS = 3600_000;
 export const SEARCH_WINDOW_MAX_MS = 24 * 3600_000;
 
 export interface EventListFilter {
@@ -47,7 +47,26 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
-const isoOf = (value: DbTime) => `${value.replace(' ', 'T')}Z`;
+/** A stored time as the API shows it (ISO 8601, UTC). */
+export const isoTime = (value: DbTime) => fromDbTime(value).toISOString();
+
+type ListedColumns = 'id' | 'provider' | 'event_id' | 'event_type' | 'status' | 'payment_id' | 'created_at' | 'attempts' | 'processed_at' | 'last_error';
+
+/** An event row as the list, the payment and the detail show it. */
+export function eventListItem(row: Pick<Selectable<WebhookEventsTable>, ListedColumns>): EventListItem {
+  return {
+    id: row.id,
+    provider: row.provider,
+    eventId: row.event_id,
+    type: row.event_type,
+    status: row.status,
+    paymentId: row.payment_id,
+    receivedAt: isoTime(row.created_at),
+    attempts: row.attempts,
+    processedAt: row.processed_at ? isoTime(row.processed_at) : null,
+    lastError: row.last_error,
+  };
+}
 
 export function encodeCursor(createdAt: DbTime, id: number): string {
   return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
@@ -117,18 +136,7 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   const page = rows.slice(0, filter.limit);
   const last = page.at(-1);
   return {
-    events: page.map((row) => ({
-      id: row.id,
-      provider: row.provider,
-      eventId: row.event_id,
-      type: row.event_type,
-      status: row.status,
-      paymentId: row.payment_id,
-      receivedAt: isoOf(row.created_at),
-      attempts: row.attempts,
-      processedAt: row.processed_at ? isoOf(row.processed_at) : null,
-      lastError: row.last_error,
-    })),
+    events: page.map(eventListItem),
     nextCursor: rows.length > filter.limit && last ? encodeCursor(last.created_at, last.id) : null,
   };
 }

@@ -4,6 +4,7 @@ import type { InboxDatabase } from '../db/schema.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
+import { eventListItem, isoTime, type EventListItem } from './event-list.js';
 
 /** Stored headers that prove authenticity: kept for re-verification, never shown. */
 const SIGNATURE_HEADER = /signature|^authorization$|hash/i;
@@ -15,19 +16,9 @@ export interface TimelineEntry {
 }
 
 /** Everything the event detail shows (GET /admin/api/events/:id). */
-export interface EventView {
-  id: number;
-  provider: string;
-  eventId: string;
-  type: string;
-  status: string;
-  paymentId: string | null;
-  receivedAt: string;
-  processedAt: string | null;
-  attempts: number;
+export interface EventView extends EventListItem {
   nextAttemptAt: string | null;
   lease: { owner: string | null; expiresAt: string | null };
-  lastError: string | null;
   outcome: string | null;
   /** The payload text exactly as received (PayU forms normalised to JSON at receipt). */
   payload: string;
@@ -41,7 +32,7 @@ export interface EventView {
   actions: AdminAction[];
 }
 
-const iso = (value: string | null) => (value === null ? null : `${value.replace(' ', 'T')}Z`);
+const iso = (value: string | null) => (value === null ? null : isoTime(value));
 
 function pretty(payload: string): string | null {
   try {
@@ -74,18 +65,9 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
   if (row.processed_at) timeline.push({ at: iso(row.processed_at)!, what: 'processed', detail: row.outcome });
   timeline.sort((a, b) => a.at.localeCompare(b.at));
   return {
-    id: row.id,
-    provider: row.provider,
-    eventId: row.event_id,
-    type: row.event_type,
-    status: row.status,
-    paymentId: row.payment_id,
-    receivedAt: iso(row.created_at)!,
-    processedAt: iso(row.processed_at),
-    attempts: row.attempts,
+    ...eventListItem(row),
     nextAttemptAt: iso(row.next_attempt_at),
     lease: { owner: row.lease_owner, expiresAt: iso(row.lease_expires_at) },
-    lastError: row.last_error,
     outcome: row.outcome,
     payload: row.payload,
     payloadPretty: pretty(row.payload),

@@ -18,6 +18,8 @@ export interface OverviewBucket {
   /** Mean and worst acknowledgement time of the bucket's deliveries, in ms; null without deliveries. */
   ackMeanMs: number | null;
   ackMaxMs: number | null;
+  /** The bucket's last sample of what needed attention; null where no process took one. */
+  sample: { due: number; oldestPendingSeconds: number | null; failed: number; stuck: number; outboxFailed: number } | null;
 }
 
 export interface Overview {
@@ -44,20 +46,19 @@ export async function overview(
   const { spanMs, bucketMs } = PERIODS[period];
   const now = clock.now();
   const start = Math.floor((now.getTime() - spanMs) / bucketMs + 1) * bucketMs;
-  const [rows, stats, outbox, rejections] = await Promise.all([
-    db
-      .selectFrom('delivery_stats')
-      .selectAll()
-      .where('minute', '>=', toDbTime(new Date(start)))
-      .execute(),
+  const since = toDbTime(new Date(start));
+  const [rows, samples, stats, outbox, rejections] = await Promise.all([
+    db.selectFrom('delivery_stats').selectAll().where('minute', '>=', since).execute(),
+    db.selectFrom('pipeline_samples').selectAll().where('minute', '>=', since).orderBy('minute').execute(),
     store.pipelineStats(),
     outboxCounts(),
-    db.selectFrom('rejected_deliveries').selectAll().orderBy('rejected_at', 'desc').orderBy('id', 'desc').limit(20).execute(),
+    recentRejections(db, 5),
   ]);
   const emptyBucket = (index: number): OverviewBucket & { total: number; ackMs: number; ackMaxMs: number } => ({
     at: new Date(start + index * bucketMs).toISOString(),
     deliveries: {},
     ackMeanMs: null,
+    sample: null,
     total: 0,
     ackMs: 0,
     ackMaxMs: 0,
@@ -72,27 +73,46 @@ export async function overview(
     bucket.ackMs += Number(row.ack_ms_total);
     bucket.ackMaxMs = Math.max(bucket.ackMaxMs, Number(row.ack_ms_max));
   }
+  for (const row of samples) {
+    const bucket = buckets[Math.floor((fromDbTime(row.minute).getTime() - start) / bucketMs)];
+    if (!bucket) continue;
+    // In minute order: the bucket keeps its latest sample.
+    bucket.sample = {
+      due: Number(row.due),
+      oldestPendingSeconds: row.oldest_pending_seconds === null ? null : Number(row.oldest_pending_seconds),
+      failed: Number(row.failed),
+      stuck: Number(row.stuck),
+      outboxFailed: Number(row.outbox_failed),
+    };
+  }
   return {
     period,
     bucketSeconds: bucketMs / 1000,
-    buckets: buckets.map(({ at, deliveries, total, ackMs, ackMaxMs }) => ({
+    buckets: buckets.map(({ at, deliveries, sample, total, ackMs, ackMaxMs }) => ({
       at,
       deliveries,
       ackMeanMs: total > 0 ? Math.round(ackMs / total) : null,
       ackMaxMs: total > 0 ? ackMaxMs : null,
+      sample,
     })),
     backlogDue: stats.due,
     oldestPendingAgeSeconds: stats.oldestPendingAt ? Math.max(0, Math.round((now.getTime() - stats.oldestPendingAt.getTime()) / 1000)) : null,
     failed: stats.failed,
     stuck: stats.stuck,
     outbox,
-    recentRejections: rejections.map((r) => ({
-      at: fromDbTime(r.rejected_at).toISOString(),
-      provider: r.provider,
-      statusCode: r.status_code,
-      reason: r.reason,
-      remoteAddress: r.remote_address,
-      bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
-    })),
+    recentRejections: rejections,
   };
+}
+
+/** The newest refused deliveries, newest first (the ring keeps the last REJECTION_RING_SLOTS). */
+export async function recentRejections(db: Kysely<InboxDatabase>, limit: number): Promise<Overview['recentRejections']> {
+  const rows = await db.selectFrom('rejected_deliveries').selectAll().orderBy('rejected_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return rows.map((r) => ({
+    at: fromDbTime(r.rejected_at).toISOString(),
+    provider: r.provider,
+    statusCode: r.status_code,
+    reason: r.reason,
+    remoteAddress: r.remote_address,
+    bodyBytes: r.body_bytes === null ? null : Number(r.body_bytes),
+  }));
 }

@@ -181,5 +181,6 @@ export interface Config {
   forward: ForwardSettings | null;
   /** Addresses (IPs or CIDR ranges) of the reverse proxies whose X-Forwarded-* headers are believed. */
   trustProxy: string[];
+  /** Null: /admin is off (it answers 404). */
   admin: AdminSettings | null;
 }

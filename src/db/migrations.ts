@@ -202,6 +202,16 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .addUniqueConstraint('uq_rejected_deliveries_slot', ['slot'])
           .execute();
         await db.schema.createIndex('ix_rejected_deliveries_at').on('rejected_deliveries').column('rejected_at').execute();
+        // One sample a minute of what needs attention, by whichever process writes it first.
+        await table(db.schema, 'pipeline_samples')
+          .addColumn('minute', types.timestamp, (c) => c.notNull())
+          .addColumn('due', types.bigint, (c) => c.notNull())
+          .addColumn('oldest_pending_seconds', types.bigint)
+          .addColumn('failed', types.bigint, (c) => c.notNull())
+          .addColumn('stuck', types.bigint, (c) => c.notNull())
+          .addColumn('outbox_failed', types.bigint, (c) => c.notNull())
+          .addUniqueConstraint('uq_pipeline_samples_minute', ['minute'])
+          .execute();
       },
     },
     '0009_admin_actions': {

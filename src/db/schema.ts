@@ -159,6 +159,17 @@ export interface RejectedDeliveriesTable {
   body_bytes: number | null;
 }
 
+/** What needed attention at one minute (the overview's backlog and failure charts). */
+export interface PipelineSamplesTable {
+  id: Generated<number>;
+  minute: DbTime;
+  due: number;
+  oldest_pending_seconds: number | null;
+  failed: number;
+  stuck: number;
+  outbox_failed: number;
+}
+
 /** One admin action (replay, retry, bulk replay): who, with which role, on what, why, what happened. */
 export interface AdminActionsTable {
   id: Generated<number>;
@@ -216,6 +227,7 @@ export interface InboxDatabase {
   archived_event_keys: ArchivedEventKeysTable;
   delivery_stats: DeliveryStatsTable;
   rejected_deliveries: RejectedDeliveriesTable;
+  pipeline_samples: PipelineSamplesTable;
   admin_actions: AdminActionsTable;
   reconcile_runs: ReconcileRunsTable;
   operation_locks: OperationLocksTable;

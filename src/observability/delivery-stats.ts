@@ -21,6 +21,15 @@ export interface Rejection {
   bodyBytes: number | null;
 }
 
+/** What needs attention now, as the overview samples it once a minute. */
+export interface PipelineSample {
+  due: number;
+  oldestPendingSeconds: number | null;
+  failed: number;
+  stuck: number;
+  outboxFailed: number;
+}
+
 interface MinuteCounts {
   minute: string;
   provider: string;
@@ -48,13 +57,30 @@ export class DeliveryStatsRecorder implements InboxMetrics {
   private nextSlot = Math.floor(Math.random() * REJECTION_RING_SLOTS);
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  private sampledMinute: string | null = null;
 
   constructor(
     private readonly inner: InboxMetrics,
     private readonly db: Kysely<InboxDatabase>,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** Read once a minute for pipeline_samples; the first process to write a minute's sample wins. */
+    private readonly sample: () => Promise<PipelineSample>,
   ) {}
+
+  private async writeSample(): Promise<void> {
+    const minute = minuteOf(this.clock.now());
+    if (minute === this.sampledMinute) return;
+    this.sampledMinute = minute;
+    const exists = await this.db.selectFrom('pipeline_samples').select('id').where('minute', '=', minute).executeTakeFirst();
+    if (exists) return;
+    const sample = await this.sample();
+    await this.db
+      .insertInto('pipeline_samples')
+      .orIgnore()
+      .values({ minute, due: sample.due, oldest_pending_seconds: sample.oldestPendingSeconds, failed: sample.failed, stuck: sample.stuck, outbox_failed: sample.outboxFailed })
+      .execute();
+  }
 
   deliveryAnswered(provider: string, result: DeliveryResult, seconds: number): void {
     this.inner.deliveryAnswered(provider, result, seconds);
@@ -116,6 +142,7 @@ export class DeliveryStatsRecorder implements InboxMetrics {
    */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
+      await this.writeSample().catch((error: unknown) => this.logger.warn({ err: error }, 'pipeline sample not written'));
       const counts = [...this.counts.values()];
       const rejections = this.rejections;
       this.counts = new Map();

@@ -5,7 +5,7 @@ import type { AdminDashboard } from '../../admin/dashboard.js';
 import { listEvents, parseEventFilter } from '../../admin/event-list.js';
 import { eventView } from '../../admin/event-view.js';
 import { AdminInputError, integer, oneOf, rowId, text, type Query } from '../../admin/input.js';
-import { overview } from '../../admin/overview.js';
+import { overview, recentRejections } from '../../admin/overview.js';
 import type { OutboxStatus } from '../../db/schema.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
@@ -136,6 +136,10 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
       reply.code(404).send({ error: 'not_found', message: 'no such bulk replay on this process' })
     );
   });
+
+  app.get('/admin/api/rejections', tag('The most recent refused deliveries (never a body or signature)', { querystring: stringProps('limit') }), async (request) => ({
+    rejections: await recentRejections(db, integer(request.query as Query, 'limit', { min: 1, max: 1000, fallback: 100 })),
+  }));
 
   app.get('/admin/api/audit', tag('Admin actions, newest first', { querystring: stringProps('limit') }), async (request) => ({
     actions: await audit.recent(integer(request.query as Query, 'limit', { min: 1, max: 500, fallback: 100 })),

@@ -20,7 +20,9 @@ export function lineChart(title: string, unit: string, labels: string[], series:
   const y = (v: number) => PAD.top + plotH - (v / max) * plotH;
   const lines = series.map((s) => {
     const points = s.values.flatMap((v, i) => (v === null ? [] : [`${x(i).toFixed(1)},${y(v).toFixed(1)}`])).join(' ');
-    return html`<polyline fill="none" stroke="${s.colour}" stroke-width="1.6" points="${points}"><title>${s.name}</title></polyline>`;
+    // A dot per value too: a lone value (one busy minute) has no line to draw.
+    const dots = s.values.map((v, i) => (v === null ? '' : html`<circle cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="2" fill="${s.colour}" />`));
+    return html`<polyline fill="none" stroke="${s.colour}" stroke-width="1.6" points="${points}"><title>${s.name}</title></polyline>${dots}`;
   });
   const ticks = [0, 0.5, 1].map(
     (f) =>

@@ -3,7 +3,7 @@ import type { AdminDashboard } from '../../admin/dashboard.js';
 import { listEvents, parseEventFilter } from '../../admin/event-list.js';
 import { eventView } from '../../admin/event-view.js';
 import { oneOf, rowId, text, type Query } from '../../admin/input.js';
-import { overview } from '../../admin/overview.js';
+import { overview, recentRejections } from '../../admin/overview.js';
 import { InboxError } from '../../errors.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
@@ -147,8 +147,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.get('/admin/rejections', async (request, reply) => {
-    const { recentRejections } = await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, 'hour');
-    return send(reply, pages.rejectionsPage(context(request), recentRejections));
+    return send(reply, pages.rejectionsPage(context(request), await recentRejections(db, 200)));
   });
 
   app.get('/admin/audit', async (request, reply) => send(reply, pages.auditPage(context(request), await audit.recent(200))));

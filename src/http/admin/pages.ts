@@ -1,7 +1,7 @@
 import type { Actor } from '../../admin/access.js';
 import type { BulkReplayJob } from '../../admin/actions.js';
 import type { AdminAction } from '../../admin/audit.js';
-import type { EventListFilter, EventPage } from '../../admin/event-list.js';
+import { eventListItem, type EventListFilter, type EventPage } from '../../admin/event-list.js';
 import type { EventView } from '../../admin/event-view.js';
 import type { Overview } from '../../admin/overview.js';
 import type { OutboxEntry } from '../../outbox/outbox-store.js';
@@ -102,6 +102,16 @@ export function overviewPage(context: PageContext, overview: Overview): string {
     { name: 'mean ms', colour: '#2456c9', values: overview.buckets.map((b) => b.ackMeanMs) },
     { name: 'max ms', colour: '#c4640a', values: overview.buckets.map((b) => b.ackMaxMs) },
   ]);
+  const sampled = (pick: (sample: NonNullable<Overview['buckets'][number]['sample']>) => number | null) => overview.buckets.map((b) => (b.sample ? pick(b.sample) : null));
+  const backlog = lineChart(`Backlog due and oldest pending (last ${overview.period})`, 'events, seconds', labels, [
+    { name: 'due', colour: '#2456c9', values: sampled((s) => s.due) },
+    { name: 'oldest pending s', colour: '#c4640a', values: sampled((s) => s.oldestPendingSeconds) },
+  ]);
+  const attention = lineChart(`Failed, stuck, outbox failed (last ${overview.period})`, 'count', labels, [
+    { name: 'failed', colour: '#b42318', values: sampled((s) => s.failed) },
+    { name: 'stuck', colour: '#7a2ec4', values: sampled((s) => s.stuck) },
+    { name: 'outbox failed', colour: '#444444', values: sampled((s) => s.outboxFailed) },
+  ]);
   const card = (label: string, value: string | number, bad = false) =>
     html`<div class="card">
       <div class="n ${bad ? 'bad' : ''}">${value}</div>
@@ -117,8 +127,10 @@ export function overviewPage(context: PageContext, overview: Overview): string {
       </div>
       <h2>Traffic</h2>
       <div class="charts">${deliveries}${latency}</div>
+      <h2>What needs attention</h2>
+      <div class="charts">${backlog}${attention}</div>
       <h2>Recent rejected deliveries</h2>
-      ${rejectionsTable(overview.recentRejections.slice(0, 5))}
+      ${rejectionsTable(overview.recentRejections)}
       <p><a href="/admin/rejections">all recent rejections</a></p>`,
     context,
   );
@@ -375,7 +387,7 @@ export function paymentPage(context: PageContext, detail: PaymentDetail): string
           : html`<p>No event of it has been processed yet.</p>`
       }
       <h2>Events in received order (the states it moved through)</h2>
-      ${eventsTable(detail.events.map((e) => ({ id: e.id, provider: e.provider, eventId: e.event_id, type: e.event_type, status: e.status, paymentId: e.payment_id, receivedAt: e.created_at, attempts: e.attempts, processedAt: e.processed_at, lastError: e.last_error })))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
+      ${eventsTable(detail.events.map(eventListItem))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
       <h2>Order</h2>
       ${detail.order ? facts(Object.entries(detail.order).map(([k, v]) => [k, v === null ? null : String(v)])) : html`<p>None.</p>`}
       <h2>Enrollments</h2>

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { DeliveryStatsRecorder } from '../../../src/observability/delivery-stats.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { ADMIN, ADMIN_ENV, startAdminService } from '../../support/admin.js';
-import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
+import { createTestDatabase, createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
 
 const databases = await createTestDatabases();
@@ -57,6 +58,8 @@ for (const backend of STORE_BACKENDS) {
         '/admin/api/openapi.json',
         '/admin/api/outbox',
         '/admin/api/audit',
+        '/admin/api/rejections',
+        '/admin/api/stuck',
       ]) {
         for (const token of [undefined, 'wrong-token-0123456789abcdef0123456789abcdef']) {
           const answer = await call('GET', path, { token });
@@ -268,6 +271,24 @@ for (const backend of STORE_BACKENDS) {
       assert.equal((await call('POST', path, { headers: { cookie, 'x-csrf-token': `${csrf.slice(1)}x` }, body })).status, 403);
     });
 
+    test('a refused delivery is listed with its reason, never its body or signature', async () => {
+      const forged = await service.request(
+        'POST',
+        '/webhooks/stripe',
+        { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=deadbeef' },
+        '{"secret_body":"<script>x</script>"}',
+      );
+      assert.equal(forged.status, 401);
+      if (service.inbox.metrics instanceof DeliveryStatsRecorder) await service.inbox.metrics.flush();
+      const { recentRejections } = (await get('/admin/api/overview')).json as { recentRejections: Array<Record<string, unknown>> };
+      assert.equal(recentRejections[0]?.provider, 'stripe');
+      assert.equal(recentRejections[0]?.statusCode, 401);
+      assert.equal(recentRejections[0]?.bodyBytes, 36);
+      assert.doesNotMatch(JSON.stringify(recentRejections), /secret_body|deadbeef/);
+      const listed = (await get('/admin/api/rejections')).json.rejections as Array<Record<string, unknown>>;
+      assert.deepEqual(listed[0], recentRejections[0]);
+    });
+
     test('overview counts deliveries from the database; OpenAPI describes the API', async () => {
       let overview: Record<string, unknown> = {};
       await service.waitFor(
@@ -275,11 +296,14 @@ for (const backend of STORE_BACKENDS) {
         async () => {
           overview = (await get('/admin/api/overview')).json;
           const buckets = overview.buckets as Array<{ deliveries: Record<string, number> }>;
-          return buckets.reduce((n, b) => n + (b.deliveries.accepted ?? 0), 0) === PAID + FAILING;
+          return buckets.reduce((n, b) => n + (b.deliveries.accepted ?? 0), 0) === PAID + FAILING && buckets.some((b) => (b.deliveries.invalid_signature ?? 0) > 0);
         },
         30_000,
       );
       assert.equal((overview.buckets as unknown[]).length, 60);
+      const samples = (overview.buckets as Array<{ sample: { failed: number } | null }>).filter((b) => b.sample !== null);
+      assert.ok(samples.length >= 1, 'a process sampled the backlog and failures this minute');
+      assert.equal(samples.at(-1)!.sample!.failed, FAILING, 'the failed events, as they stood when sampled');
       assert.equal(typeof overview.failed, 'number');
       assert.equal((await get('/admin/api/overview?period=week')).status, 400);
       const openapi = (await get('/admin/api/openapi.json')).json;
@@ -291,7 +315,12 @@ for (const backend of STORE_BACKENDS) {
   });
 }
 
+/** The describes below start services of their own, on a SQLite database of this file's own. */
+const ownDatabase = (await createTestDatabase('sqlite')) as TestDatabase;
+after(() => ownDatabase.drop());
+
 describe('admin off or misconfigured', () => {
+  const database = ownDatabase;
   test('ADMIN_TOKENS with a short token, a bad role or a bad shape fails at start naming ADMIN_TOKENS', () => {
     for (const value of ['alice:operator:short', 'alice:admin:0123456789abcdef0123456789abcdef01', 'justatoken0123456789abcdef0123456789abcdef']) {
       assert.throws(() => loadConfig({ ADMIN_TOKENS: value }), /ADMIN_TOKENS/);
@@ -303,10 +332,58 @@ describe('admin off or misconfigured', () => {
   });
 
   test('without ADMIN_TOKENS, /admin answers 404', async () => {
-    const database = databases.sqlite as TestDatabase;
     const service = await Harness.start(database.url);
     try {
       for (const path of ['/admin', '/admin/api/events', '/admin/sign-in']) assert.equal((await service.request('GET', path)).status, 404, path);
+    } finally {
+      await service.close();
+    }
+  });
+});
+
+describe('admin behind an SSO proxy', () => {
+  const database = ownDatabase;
+  const proxyEnv = { ADMIN_AUTH: 'proxy', ADMIN_PROXY_HEADER: 'X-Forwarded-Email', ADMIN_PROXY_ROLES: 'alice@example.com:operator,*:viewer', LOG_LEVEL: 'silent' };
+
+  test('the header is believed from a TRUST_PROXY address only, with the role ADMIN_PROXY_ROLES gives', async () => {
+    const trusted = await Harness.start(database.url, { ...proxyEnv, TRUST_PROXY: '127.0.0.1' });
+    try {
+      const me = (email: string) => fetch(`${trusted.url}/admin/api/me`, { headers: { 'x-forwarded-email': email } });
+      assert.deepEqual(await (await me('alice@example.com')).json(), { name: 'alice@example.com', role: 'operator', via: 'proxy' });
+      assert.deepEqual(await (await me('mallory@example.com')).json(), { name: 'mallory@example.com', role: 'viewer', via: 'proxy' });
+      assert.equal((await fetch(`${trusted.url}/admin/api/me`)).status, 401, 'no header, no user');
+      const post = (origin: string) =>
+        fetch(`${trusted.url}/admin/api/outbox/1/retry`, {
+          method: 'POST',
+          headers: { 'x-forwarded-email': 'alice@example.com', origin, 'content-type': 'application/json' },
+          body: '{"reason":"r"}',
+        });
+      assert.equal((await post('https://evil.example')).status, 403, 'a proxy identity is ambient: a foreign Origin is refused');
+      assert.equal((await post(trusted.url)).status, 404, 'our Origin passes (there is no outbox row 1)');
+    } finally {
+      await trusted.close();
+    }
+    const untrusted = await Harness.start(database.url, { ...proxyEnv, TRUST_PROXY: '10.9.9.9' });
+    try {
+      const answer = await fetch(`${untrusted.url}/admin/api/me`, { headers: { 'x-forwarded-email': 'alice@example.com' } });
+      assert.equal(answer.status, 401, 'the header from anyone else is ignored');
+    } finally {
+      await untrusted.close();
+    }
+  });
+
+  test('the session cookie is Secure when a trusted proxy says the request came over https', async () => {
+    const service = await Harness.start(database.url, { ...ADMIN_ENV, TRUST_PROXY: '127.0.0.1', LOG_LEVEL: 'silent' });
+    try {
+      const signIn = (headers: Record<string, string>) =>
+        fetch(`${service.url}/admin/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          body: new URLSearchParams({ token: ADMIN.viewer }).toString(),
+          redirect: 'manual',
+        });
+      assert.match((await signIn({ 'x-forwarded-proto': 'https' })).headers.get('set-cookie') ?? '', /; Secure/);
+      assert.doesNotMatch((await signIn({})).headers.get('set-cookie') ?? '', /; Secure/);
     } finally {
       await service.close();
     }

@@ -20,6 +20,7 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
   const signIn = async (target: Page, token: string) => {
     await target.goto(`${service.url}/admin`);
     assert.match(target.url(), /\/admin\/sign-in$/, 'sent to sign in first');
+    if (token === ADMIN.operator) await screenshot(target, 'sign-in');
     await target.fill('input[name="token"]', token);
     await target.click('button[type="submit"]');
     await target.waitForURL(/\/admin$/);
@@ -119,6 +120,8 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
     await page.goto(`${service.url}/admin/audit`);
     assert.match((await page.textContent('table.audit')) ?? '', /outbox_retry/);
     await screenshot(page, 'audit');
+    await page.goto(`${service.url}/admin/rejections`);
+    await screenshot(page, 'rejected-deliveries');
   });
 
   test('a viewer sees no replay button and is refused (403) when posting one anyway', async () => {

@@ -40,7 +40,14 @@ for (const backend of STORE_BACKENDS) {
     test('answers are counted per minute in the database, and several processes add up', async () => {
       const clock = new TestClock();
       const logger = pino({ level: 'silent' });
-      const recorder = () => new DeliveryStatsRecorder(new PrometheusMetrics({ stats: async () => ({}) as never, clock, logger }), service.db, clock, logger);
+      const recorder = () =>
+        new DeliveryStatsRecorder(new PrometheusMetrics({ stats: async () => ({}) as never, clock, logger }), service.db, clock, logger, async () => ({
+          due: 0,
+          oldestPendingSeconds: null,
+          failed: 0,
+          stuck: 0,
+          outboxFailed: 0,
+        }));
       const processes = [recorder(), recorder()];
       for (const stats of processes) for (let i = 0; i < 3; i++) stats.deliveryAnswered('payu', 'unavailable', 0.01);
       // A path naming no provider of ours is counted as unknown, never as a row of its own.
