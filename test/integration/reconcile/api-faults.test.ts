@@ -11,7 +11,7 @@ import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { seedEvents, startSink } from '../../support/events.js';
 import { FakeProviderApis, type StripeApiEvent } from '../../support/fake-provider-apis.js';
-import { testConfig } from '../../support/harness.js';
+import { Harness, testConfig, waitFor } from '../../support/harness.js';
 import { stripePaymentEvent } from '../../support/signing.js';
 
 /** Provider API answers that are wrong in every way the issue names: bounded, reported, never a crash. */
@@ -142,6 +142,20 @@ for (const backend of STORE_BACKENDS) {
         assert.equal(await handleStripeHealthEvents(operations, inbox), 0, 'handled once');
         assert.equal(sink.bodies.length, 1);
       } finally {
+        await sink.close();
+      }
+    });
+
+    test('the service reconciles on RECONCILE_CRON, and alerts when events were missing', async () => {
+      apis.stripeEvents.push(event(8));
+      const sink = await startSink();
+      const service = await Harness.start(db.url, { ...apis.env(), RECONCILE_CRON: '* * * * * *', ALERT_CHECK_CRON: 'off', ALERT_WEBHOOK_URL: sink.url });
+      try {
+        await waitFor('a scheduled reconcile alert', () => sink.bodies.length > 0, 20_000);
+        assert.match((sink.bodies[0] as { text: string }).text, /^webhook-inbox \(scheduled reconcile\): reconcile found \d+ missing events? \(stripe \d+/);
+        assert.ok(await service.inbox.store.findEvent('stripe', 'evt_f8'));
+      } finally {
+        await service.close();
         await sink.close();
       }
     });
