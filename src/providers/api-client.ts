@@ -122,7 +122,7 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
  * The items of a listing read one by one: one that a delivery could not be (`read` throws a
  * BadRequestError) is a problem of the page, named with `what`, and the others go on.
  */
-export function readItems<T>(items: unknown[], read: (item: unknown) => T, what: string): { items: T[]; problems: string[] } {
+export function readItems<Item, T>(items: Item[], read: (item: Item) => T, what: string): { items: T[]; problems: string[] } {
   const usable: T[] = [];
   const problems: string[] = [];
   for (const item of items) {

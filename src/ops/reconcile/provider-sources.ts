@@ -133,7 +133,7 @@ function payuSource(settings: NonNullable<ReconcileApis['payu']>, context: Sourc
       for (let i = 0; i < usable.length; i += PAYU_VERIFY_BATCH) batches.push(usable.slice(i, i + PAYU_VERIFY_BATCH));
       const answers = await Promise.all(batches.map((batch) => context.limit(() => api.verifyPayment(batch))));
       const found = answers.flatMap((answer) => [...answer].filter((entry): entry is [string, Record<string, unknown>] => entry[1] !== null));
-      const read = readItems(found, (entry) => ({ event: payuReconcileEvent(...(entry as [string, Record<string, unknown>])), byState: true }), 'payu transaction');
+      const read = readItems(found, ([txnid, detail]: [string, Record<string, unknown>]) => ({ event: payuReconcileEvent(txnid, detail), byState: true }), 'payu transaction');
       problems.push(...read.problems);
       const candidates: Candidate[] = read.items;
       return { candidates, problems, next: todo.length > perPage ? txnids.at(-1)! : null };
