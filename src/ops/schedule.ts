@@ -10,6 +10,7 @@ import { providerAlertCheck } from './provider-alerts.js';
 import { Archiver } from './archive/archiver.js';
 import type { Inbox } from '../inbox.js';
 import { runScheduledReconcile } from './reconcile/alerting.js';
+import { handleStripeHealthEvents } from './reconcile/stripe-health.js';
 import { findStuck, summarizeStuck, type StuckReport } from './stuck.js';
 
 export interface OperationsDependencies {
@@ -70,11 +71,13 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
     const configured = PROVIDER_NAMES.filter((name) => !inbox.providers.unconfigured().some((u) => u.name === name));
     const check = providerAlertCheck(deps.db, deps.clock, settings.alerts, configured);
     const url = settings.alertWebhookUrl;
-    schedule('provider alerts', settings.alerts.cron, () =>
-      check(url ? (alerts) => postAlert(url, providerAlertBody(alerts, 'provider alerts')) : null, (alert) =>
+    // Stripe's health events are looked for on the same schedule: an alert and a reconcile each.
+    schedule('provider alerts', settings.alerts.cron, async () => {
+      await check(url ? (alerts) => postAlert(url, providerAlertBody(alerts, 'provider alerts')) : null, (alert) =>
         deps.logger.warn({ provider: alert.provider, rule: alert.rule }, alert.message),
-      ),
-    );
+      );
+      await handleStripeHealthEvents(settings, inbox);
+    });
   }
 
   return {

@@ -1,3 +1,4 @@
+import { BadRequestError } from '../errors.js';
 import { isRecord } from '../model/json.js';
 
 /**
@@ -115,6 +116,24 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
     }
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The items of a listing read one by one: one that a delivery could not be (`read` throws a
+ * BadRequestError) is a problem of the page, named with `what`, and the others go on.
+ */
+export function readItems<Item, T>(items: Item[], read: (item: Item) => T, what: string): { items: T[]; problems: string[] } {
+  const usable: T[] = [];
+  const problems: string[] = [];
+  for (const item of items) {
+    try {
+      usable.push(read(item));
+    } catch (error) {
+      if (!(error instanceof BadRequestError)) throw error;
+      problems.push(`${what}: ${error.message}`);
+    }
+  }
+  return { items: usable, problems };
 }
 
 /** Retry-After in seconds or as an HTTP date; an unreadable one waits like a 5xx. */

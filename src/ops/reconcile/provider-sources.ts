@@ -3,8 +3,7 @@ import type pLimit from 'p-limit';
 import type { ReconcileApis } from '../../config/settings.js';
 import { toDbTime, type InboxDatabase } from '../../db/schema.js';
 import type { ProviderName, VerifiedEvent } from '../../model/delivery.js';
-import { BadRequestError } from '../../errors.js';
-import type { ApiClientOptions } from '../../providers/api-client.js';
+import { readItems, type ApiClientOptions } from '../../providers/api-client.js';
 import { PAYU_VERIFY_BATCH, payuReconcileEvent, payuVerifyApi } from '../../providers/payu/api.js';
 import { RAZORPAY_PAGE_SIZE, razorpayPaymentsApi, razorpayReconcileEvent, type RazorpayPayment } from '../../providers/razorpay/api.js';
 import { stripeEventsApi } from '../../providers/stripe/api.js';
@@ -133,18 +132,10 @@ function payuSource(settings: NonNullable<ReconcileApis['payu']>, context: Sourc
       const batches: string[][] = [];
       for (let i = 0; i < usable.length; i += PAYU_VERIFY_BATCH) batches.push(usable.slice(i, i + PAYU_VERIFY_BATCH));
       const answers = await Promise.all(batches.map((batch) => context.limit(() => api.verifyPayment(batch))));
-      const candidates: Candidate[] = [];
-      for (const answer of answers) {
-        for (const [txnid, detail] of answer) {
-          if (detail === null) continue;
-          try {
-            candidates.push({ event: payuReconcileEvent(txnid, detail), byState: true });
-          } catch (error) {
-            if (!(error instanceof BadRequestError)) throw error;
-            problems.push(`payu transaction ${txnid.slice(0, 40)}: ${error.message}`);
-          }
-        }
-      }
+      const found = answers.flatMap((answer) => [...answer].filter((entry): entry is [string, Record<string, unknown>] => entry[1] !== null));
+      const read = readItems(found, ([txnid, detail]: [string, Record<string, unknown>]) => ({ event: payuReconcileEvent(txnid, detail), byState: true }), 'payu transaction');
+      problems.push(...read.problems);
+      const candidates: Candidate[] = read.items;
       return { candidates, problems, next: todo.length > perPage ? txnids.at(-1)! : null };
     },
   };

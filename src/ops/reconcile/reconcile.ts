@@ -25,6 +25,8 @@ export interface ReconcileRequest {
   dryRun?: boolean;
   /** PayU transactions an operator asks about. */
   payuTxnids?: string[];
+  /** The key of the run (with `provider`): a run asked for once, as for a Stripe health event. */
+  runKey?: string;
 }
 
 export interface MissingEvent {
@@ -113,7 +115,7 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
         const window = { since: unfinished.windowStart, until: unfinished.windowEnd };
         runs.push(await runner.run(sourceFor(provider, settings, context, window), unfinished, runsTable, true));
       }
-      const run = await runsTable.start(provider, request.window);
+      const run = await runsTable.start(provider, request.window, request.runKey);
       runs.push(await runner.run(sourceFor(provider, settings, context, request.window), run, runsTable, false));
     }
   } finally {

@@ -34,9 +34,11 @@ export class ReconcileRuns {
     private readonly clock: Clock,
   ) {}
 
-  /** A new run; its row is found by its random key, never by an insert id (which not every store returns). */
-  async start(provider: string, window: { since: Date; until: Date }): Promise<ReconcileRun> {
-    const runKey = randomUUID();
+  /**
+   * A new run; its row is found by its key, never by an insert id (which not every store returns). The
+   * key is random unless given: a given one (a Stripe health event's) makes the run happen once.
+   */
+  async start(provider: string, window: { since: Date; until: Date }, runKey: string = randomUUID()): Promise<ReconcileRun> {
     await this.db
       .insertInto('reconcile_runs')
       .values({

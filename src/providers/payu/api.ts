@@ -73,13 +73,13 @@ export function payuReconcileEvent(txnid: string, detail: Record<string, unknown
   // verify_payment names the amount `amt`; a callback names it `amount`.
   const amount = detail.amt ?? detail.amount;
   if (typeof amount === 'string' || typeof amount === 'number') fields.amount = String(amount);
-  fields.txnid = txnid;
-  const status = identifier(fields.status, 'status').toLowerCase();
+  fields.txnid = identifier(txnid, 'transaction id (txnid)');
+  const status = identifier(fields.status, `status of transaction ${fields.txnid.slice(0, 40)}`).toLowerCase();
   if (!/^[a-z_]+$/.test(status)) throw new BadRequestError(`transaction ${txnid} has an unreadable status`);
   fields.status = status;
   return {
     provider: 'payu',
-    eventId: identifier(`${identifier(txnid, 'transaction id (txnid)')}:${status}`, 'event id (txnid:status)'),
+    eventId: identifier(`${fields.txnid}:${status}`, 'event id (txnid:status)'),
     eventType: identifier(`payment.${status}`, 'event type'),
     payload: JSON.stringify(fields),
     parsedPayload: fields,

@@ -1,7 +1,7 @@
 import { BadRequestError } from '../../errors.js';
 import type { VerifiedEvent } from '../../model/delivery.js';
 import type { PaymentState } from '../../model/payment-event.js';
-import { requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
+import { readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
 import { identifier } from '../payload.js';
 
 /** Items per page, Razorpay's maximum `count`. */
@@ -49,17 +49,7 @@ export function razorpayPaymentsApi(settings: Settings, options: ApiClientOption
   const collection = async <T>(path: string, query: { from: number; to: number; skip: number }, read: (item: unknown) => T): Promise<RazorpayPage<T>> => {
     const body = await get(path, { ...query, count: RAZORPAY_PAGE_SIZE });
     if (body.entity !== 'collection' || !Array.isArray(body.items)) throw new ProviderApiError('razorpay', `GET ${path} did not answer a collection (entity "collection", items)`);
-    const items: T[] = [];
-    const problems: string[] = [];
-    for (const item of body.items as unknown[]) {
-      try {
-        items.push(read(item));
-      } catch (error) {
-        if (!(error instanceof BadRequestError)) throw error;
-        problems.push(`razorpay ${path}: ${error.message}`);
-      }
-    }
-    return { items, problems, full: body.items.length >= RAZORPAY_PAGE_SIZE };
+    return { ...readItems(body.items as unknown[], read, `razorpay ${path}`), full: body.items.length >= RAZORPAY_PAGE_SIZE };
   };
   return {
     listPayments: (query: { from: number; to: number; skip: number }) => collection('/v1/payments', query, razorpayPayment),

@@ -1,6 +1,6 @@
 import { BadRequestError } from '../../errors.js';
 import type { VerifiedEvent } from '../../model/delivery.js';
-import { requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
+import { readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
 import { identifier } from '../payload.js';
 import { STRIPE_PAYMENT_EVENT_TYPES } from './normalize.js';
 
@@ -34,16 +34,7 @@ export function stripeEventsApi(settings: { apiKey: string; apiBase: string }, o
       if (body.object !== 'list' || !Array.isArray(body.data) || typeof body.has_more !== 'boolean') {
         throw new ProviderApiError('stripe', 'GET /v1/events did not answer a list (object "list", data, has_more)');
       }
-      const events: VerifiedEvent[] = [];
-      const problems: string[] = [];
-      for (const item of body.data as unknown[]) {
-        try {
-          events.push(stripeApiEvent(item));
-        } catch (error) {
-          if (!(error instanceof BadRequestError)) throw error;
-          problems.push(`stripe event: ${error.message}`);
-        }
-      }
+      const { items: events, problems } = readItems(body.data as unknown[], stripeApiEvent, 'stripe event');
       const last = (body.data as unknown[]).at(-1);
       const lastId = typeof last === 'object' && last !== null && typeof (last as { id?: unknown }).id === 'string' ? (last as { id: string }).id : null;
       if (body.has_more && lastId === null) throw new ProviderApiError('stripe', 'GET /v1/events says it has more but its page ends without an event id to continue after');

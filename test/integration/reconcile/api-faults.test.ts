@@ -5,11 +5,13 @@ import type { ReconcileSettings } from '../../../src/config/settings.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { reconcile, type ReconcileReport } from '../../../src/ops/reconcile/reconcile.js';
+import { ReconcileRuns } from '../../../src/ops/reconcile/runs.js';
+import { handleStripeHealthEvents, STRIPE_EVENT_GENERATION_RESOLVED } from '../../../src/ops/reconcile/stripe-health.js';
 import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
-import { startSink } from '../../support/events.js';
+import { seedEvents, startSink } from '../../support/events.js';
 import { FakeProviderApis, type StripeApiEvent } from '../../support/fake-provider-apis.js';
-import { testConfig } from '../../support/harness.js';
+import { Harness, testConfig, waitFor } from '../../support/harness.js';
 import { stripePaymentEvent } from '../../support/signing.js';
 
 /** Provider API answers that are wrong in every way the issue names: bounded, reported, never a crash. */
@@ -115,6 +117,47 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(only(report).status, 'finished');
       assert.equal(only(report).recorded, 2);
       assert.equal((await inbox.store.db.selectFrom('operation_locks').select('id').execute()).length, 0, 'released after the run');
+    });
+
+    test('a Stripe event_generation_failure.resolved event: an alert, and Stripe reconciled over the window before it, once', async () => {
+      apis.stripeEvents.push(event(7));
+      const sink = await startSink();
+      try {
+        const resolved = new Date();
+        await seedEvents(inbox.store.db, [
+          {
+            event_id: 'evt_health_1',
+            event_type: STRIPE_EVENT_GENERATION_RESOLVED,
+            payload: JSON.stringify({ id: 'evt_health_1', object: 'v2.core.event', type: STRIPE_EVENT_GENERATION_RESOLVED, data: { resolved_at: resolved.toISOString() } }),
+          },
+        ]);
+        const operations = testConfig(db.url, { ...apis.env(), ALERT_WEBHOOK_URL: sink.url }).operations;
+        assert.equal(await handleStripeHealthEvents(operations, inbox), 1);
+        assert.match((sink.bodies[0] as { text: string }).text, /Stripe reports it could not generate events for a while \(evt_health_1\)/);
+        const run = await new ReconcileRuns(inbox.store.db, inbox.clock).byKey('stripe-health:evt_health_1');
+        assert.equal(run?.status, 'finished');
+        assert.equal(run?.windowEnd.getTime(), resolved.getTime());
+        assert.equal(run?.recorded, 1, 'the one event of the window not held yet');
+        assert.ok(await inbox.store.findEvent('stripe', 'evt_f7'));
+        assert.equal(await handleStripeHealthEvents(operations, inbox), 0, 'handled once');
+        assert.equal(sink.bodies.length, 1);
+      } finally {
+        await sink.close();
+      }
+    });
+
+    test('the service reconciles on RECONCILE_CRON, and alerts when events were missing', async () => {
+      apis.stripeEvents.push(event(8));
+      const sink = await startSink();
+      const service = await Harness.start(db.url, { ...apis.env(), RECONCILE_CRON: '* * * * * *', ALERT_CHECK_CRON: 'off', ALERT_WEBHOOK_URL: sink.url });
+      try {
+        await waitFor('a scheduled reconcile alert', () => sink.bodies.length > 0, 20_000);
+        assert.match((sink.bodies[0] as { text: string }).text, /^webhook-inbox \(scheduled reconcile\): reconcile found \d+ missing events? \(stripe \d+/);
+        assert.ok(await service.inbox.store.findEvent('stripe', 'evt_f8'));
+      } finally {
+        await service.close();
+        await sink.close();
+      }
     });
 
     if (backend === 'mysql')

@@ -159,7 +159,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal((await service.db.selectFrom('operation_locks').select('id').execute()).length, 0);
     });
 
-    test('a run that crashes midway, with 429s and 503s from the APIs, then runs again: each missing event recorded and processed once', async () => {
+    test('a run that crashes midway, with 429s and 503s from the APIs, then runs again: each missing event recorded and processed once', async (t) => {
       apis.fail('/v1/events', { kind: 'status', status: 429, retryAfter: '1' });
       apis.fail('/v1/events', { kind: 'status', status: 503 });
       apis.fail('/v1/payments', { kind: 'status', status: 503 }, 2);
@@ -202,6 +202,9 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(reconciled.length, 25, 'each once');
       await service.waitUntilProcessed(delivered + 25, 60_000);
       await assertEffects();
+      const statuses = apis.requests.reduce<Record<number, number>>((counts, r) => ({ ...counts, [r.status]: (counts[r.status] ?? 0) + 1 }), {});
+      t.diagnostic(`recorded before the crash: ${recordedBeforeCrash}; runs: ${JSON.stringify(report.runs.map((r) => [r.provider, r.resumed, r.found, r.recorded, r.errors]))}`);
+      t.diagnostic(`provider API requests by status (dry run included): ${JSON.stringify(statuses)}`);
       const history = await new ReconcileRuns(service.db, service.clock).history(10);
       assert.equal(
         history.reduce((sum, run) => sum + run.recorded, 0),
