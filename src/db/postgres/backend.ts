@@ -4,6 +4,7 @@ import { serverDatabaseName } from '../../config/database-url.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
+import { preparingPool } from './prepared-pool.js';
 
 /**
  * Every text column compares with the "C" collation, byte for byte: provider ids are case-sensitive
@@ -119,7 +120,7 @@ export const postgresBackend: StoreBackend = {
   // Row locks let batches commit side by side, and concurrent commits share a WAL flush.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
 
-  connect(url, { poolSize }) {
+  connect(url, { poolSize, preparedStatements = false }) {
     const pool = new pg.Pool({
       connectionString: url,
       max: poolSize,
@@ -133,7 +134,7 @@ export const postgresBackend: StoreBackend = {
     // next statement fails (the database is unavailable) and the pool discards it on release.
     pool.on('error', () => {});
     pool.on('connect', (connection) => connection.on('error', () => {}));
-    return new Kysely<InboxDatabase>({ dialect: new StoreDialect({ pool }) });
+    return new Kysely<InboxDatabase>({ dialect: new StoreDialect({ pool: preparedStatements ? preparingPool(pool) : pool }) });
   },
 
   async ensureDatabase(url) {
