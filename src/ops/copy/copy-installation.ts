@@ -99,6 +99,11 @@ async function countRows(db: AnyDb, table: string): Promise<number> {
   return Number(row.n);
 }
 
+/** The table's next rows after `lastId`, in id order. */
+function batchAfter(db: AnyDb, plan: TablePlan, lastId: number, size: number): Promise<Array<Record<string, unknown>>> {
+  return db.selectFrom(plan.name).select(plan.columns).where('id', '>', lastId).orderBy('id').limit(size).execute();
+}
+
 /** Copies the rows after the cursor, a batch per target transaction with the cursor; returns the rows written. */
 async function copyTable(from: CopyEnd, to: CopyEnd, plan: TablePlan, source: string, cursor: { lastId: number; copied: number }, options: CopyOptions): Promise<number> {
   const sourceDb = from.db as unknown as AnyDb;
@@ -113,7 +118,7 @@ async function copyTable(from: CopyEnd, to: CopyEnd, plan: TablePlan, source: st
   let copiedNow = 0;
   options.onProgress?.(plan.name, copied, total);
   for (;;) {
-    const rows = await sourceDb.selectFrom(plan.name).select(plan.columns).where('id', '>', lastId).orderBy('id').limit(options.batchSize).execute();
+    const rows = await batchAfter(sourceDb, plan, lastId, options.batchSize);
     if (rows.length === 0) break;
     lastId = Number(rows.at(-1)!.id);
     await (to.db as unknown as AnyDb).transaction().execute(async (tx) => {
@@ -142,7 +147,7 @@ async function verifyTable(sourceDb: AnyDb, targetDb: AnyDb, plan: TablePlan, op
   const sourceSum = new TableChecksum(plan.columns);
   const targetSum = new TableChecksum(plan.columns);
   for (let lastId = 0; ;) {
-    const rows = await sourceDb.selectFrom(plan.name).select(plan.columns).where('id', '>', lastId).orderBy('id').limit(options.batchSize).execute();
+    const rows = await batchAfter(sourceDb, plan, lastId, options.batchSize);
     if (rows.length === 0) break;
     const ids = rows.map((row) => Number(row.id));
     lastId = ids.at(-1)!;

@@ -9,11 +9,6 @@ import { createTestDatabase, type TestDatabase } from '../../support/database.js
 import { Harness, paymentEffects, testConfig } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 
-const database = await createTestDatabase();
-after(async () => {
-  if (!('skip' in database)) await database.drop();
-});
-
 const PAYMENTS = 8;
 const LIFECYCLE = ['payment_intent.created', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded', 'charge.succeeded'];
 
@@ -46,118 +41,128 @@ function observingApplier(clock: Clock, delayMs = 25) {
   return { seen, apply: observed };
 }
 
-describe('events of one payment never run at the same time; different payments do', { skip: 'skip' in database && database.skip }, () => {
-  let db: TestDatabase;
-  let servers: Harness[];
-  const { seen, apply } = observingApplier(systemClock);
+/** Processes that write at once: the server stores (SQLite has one writer, see choosing a store). */
+const SERVER_STORES = ['mysql', 'postgres'] as const;
 
-  before(async () => {
-    db = database as TestDatabase;
-    // Two inboxes, each with its own pool and sweeper: only the database keeps them apart.
-    const env = { WORKER_CONCURRENCY: '8' };
-    servers = [await Harness.start(db.url, env, { domains: [coursePlatform], apply }), await Harness.start(db.url, env, { domains: [coursePlatform], apply })];
-  });
+for (const backend of SERVER_STORES) {
+  const database = await createTestDatabase(backend);
   after(async () => {
-    for (const server of servers ?? []) await server.close();
+    if (!('skip' in database)) await database.drop();
   });
 
-  test(`${PAYMENTS} payments x ${LIFECYCLE.length} events, all delivered at once to two inboxes`, async () => {
-    const deliveries = Array.from({ length: PAYMENTS }, (_, n) =>
-      LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_serial_${n}_${type}`, type, `pi_serial_${n}`, { userId: `u_serial_${n}`, courseId: 'c_serial' }))),
-    ).flat();
-    const responses = await Promise.all(deliveries.map((d, i) => servers[i % 2]!.post(d)));
-    assert.ok(responses.every((r) => r.status === 200));
-    await servers[0]!.waitUntilProcessed(deliveries.length, 30_000);
+  describe(`events of one payment never run at the same time; different payments do (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let db: TestDatabase;
+    let servers: Harness[];
+    const { seen, apply } = observingApplier(systemClock);
 
-    assert.equal(seen.perPayment, 1, 'never two events of one payment at the same moment');
-    assert.ok(seen.overall > 1, `different payments ran in parallel (at most ${seen.overall} at once)`);
-    for (let n = 0; n < PAYMENTS; n++) {
-      const payment = await servers[0]!.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_serial_${n}`).executeTakeFirstOrThrow();
-      assert.equal(payment.status, 'captured');
-      assert.deepEqual(await paymentEffects(servers[0]!.db, `pi_serial_${n}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
-    }
-    const leases = await servers[0]!.db.selectFrom('payment_leases').select(['payment_id', 'lease_token']).execute();
-    assert.equal(leases.length, PAYMENTS, 'one lease row per payment');
-    assert.ok(
-      leases.every((lease) => lease.lease_token === null),
-      'every payment lease released',
-    );
-    assert.equal(await servers[0]!.countRows('webhook_events', 'failed'), 0);
+    before(async () => {
+      db = database as TestDatabase;
+      // Two inboxes, each with its own pool and sweeper: only the database keeps them apart.
+      const env = { WORKER_CONCURRENCY: '8' };
+      servers = [await Harness.start(db.url, env, { domains: [coursePlatform], apply }), await Harness.start(db.url, env, { domains: [coursePlatform], apply })];
+    });
+    after(async () => {
+      for (const server of servers ?? []) await server.close();
+    });
+
+    test(`${PAYMENTS} payments x ${LIFECYCLE.length} events, all delivered at once to two inboxes`, async () => {
+      const deliveries = Array.from({ length: PAYMENTS }, (_, n) =>
+        LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_serial_${n}_${type}`, type, `pi_serial_${n}`, { userId: `u_serial_${n}`, courseId: 'c_serial' }))),
+      ).flat();
+      const responses = await Promise.all(deliveries.map((d, i) => servers[i % 2]!.post(d)));
+      assert.ok(responses.every((r) => r.status === 200));
+      await servers[0]!.waitUntilProcessed(deliveries.length, 30_000);
+
+      assert.equal(seen.perPayment, 1, 'never two events of one payment at the same moment');
+      assert.ok(seen.overall > 1, `different payments ran in parallel (at most ${seen.overall} at once)`);
+      for (let n = 0; n < PAYMENTS; n++) {
+        const payment = await servers[0]!.db.selectFrom('payments').select('status').where('payment_id', '=', `pi_serial_${n}`).executeTakeFirstOrThrow();
+        assert.equal(payment.status, 'captured');
+        assert.deepEqual(await paymentEffects(servers[0]!.db, `pi_serial_${n}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+      }
+      const leases = await servers[0]!.db.selectFrom('payment_leases').select(['payment_id', 'lease_token']).execute();
+      assert.equal(leases.length, PAYMENTS, 'one lease row per payment');
+      assert.ok(
+        leases.every((lease) => lease.lease_token === null),
+        'every payment lease released',
+      );
+      assert.equal(await servers[0]!.countRows('webhook_events', 'failed'), 0);
+    });
+
+    test('an event about no payment needs no payment lease', async () => {
+      const dispute = stripeDelivery({ id: 'evt_serial_dispute', object: 'event', type: 'charge.dispute.created', data: { object: { id: 'dp_1', object: 'dispute' } } });
+      assert.equal((await servers[0]!.post(dispute)).status, 200);
+      await servers[0]!.waitFor('dispute processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', 'evt_serial_dispute'))?.status === 'processed');
+      const row = await servers[0]!.db.selectFrom('webhook_events').select('payment_id').where('event_id', '=', 'evt_serial_dispute').executeTakeFirstOrThrow();
+      assert.equal(row.payment_id, null);
+    });
   });
 
-  test('an event about no payment needs no payment lease', async () => {
-    const dispute = stripeDelivery({ id: 'evt_serial_dispute', object: 'event', type: 'charge.dispute.created', data: { object: { id: 'dp_1', object: 'dispute' } } });
-    assert.equal((await servers[0]!.post(dispute)).status, 200);
-    await servers[0]!.waitFor('dispute processed', async () => (await servers[0]!.inbox.store.findEvent('stripe', 'evt_serial_dispute'))?.status === 'processed');
-    const row = await servers[0]!.db.selectFrom('webhook_events').select('payment_id').where('event_id', '=', 'evt_serial_dispute').executeTakeFirstOrThrow();
-    assert.equal(row.payment_id, null);
-  });
-});
+  describe(`inline mode: an event that waited for its payment is handed on at once (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let db: TestDatabase;
+    let server: Harness;
+    const { seen, apply } = observingApplier(systemClock);
 
-describe('inline mode: an event that waited for its payment is handed on at once', { skip: 'skip' in database && database.skip }, () => {
-  let db: TestDatabase;
-  let server: Harness;
-  const { seen, apply } = observingApplier(systemClock);
+    before(async () => {
+      db = database as TestDatabase;
+      // No sweeper within the test: only the hand-off can process the event that waited.
+      server = await Harness.start(db.url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { domains: [coursePlatform], apply });
+    });
+    after(async () => {
+      await server?.close();
+    });
 
-  before(async () => {
-    db = database as TestDatabase;
-    // No sweeper within the test: only the hand-off can process the event that waited.
-    server = await Harness.start(db.url, { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' }, { domains: [coursePlatform], apply });
-  });
-  after(async () => {
-    await server?.close();
-  });
-
-  test('events of one payment delivered together are each answered 200 after processing', async () => {
-    const deliveries = LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_inline_${type}`, type, 'pi_inline', { userId: 'u_inline', courseId: 'c_inline' })));
-    const started = Date.now();
-    const responses = await Promise.all(deliveries.map((d) => server.post(d)));
-    assert.deepEqual(
-      responses.map((r) => r.status),
-      LIFECYCLE.map(() => 200),
-    );
-    assert.ok(Date.now() - started < 4000, `answered in ${Date.now() - started} ms, not after waiting for a sweep`);
-    assert.equal(seen.perPayment, 1);
-    const rows = await server.db.selectFrom('webhook_events').select('status').where('event_id', 'like', 'evt_inline_%').execute();
-    assert.deepEqual(
-      rows.map((r) => r.status),
-      LIFECYCLE.map(() => 'processed'),
-    );
-  });
-});
-
-describe('inline mode: a duplicate waits for the attempt running in its process, without polling the store', { skip: 'skip' in database && database.skip }, () => {
-  let server: Harness;
-  const { seen, apply } = observingApplier(systemClock, 600);
-
-  before(async () => {
-    server = await Harness.start(
-      (database as TestDatabase).url,
-      { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' },
-      { domains: [coursePlatform], apply },
-    );
-  });
-  after(async () => {
-    await server?.close();
+    test('events of one payment delivered together are each answered 200 after processing', async () => {
+      const deliveries = LIFECYCLE.map((type) => stripeDelivery(stripePaymentEvent(`evt_inline_${type}`, type, 'pi_inline', { userId: 'u_inline', courseId: 'c_inline' })));
+      const started = Date.now();
+      const responses = await Promise.all(deliveries.map((d) => server.post(d)));
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        LIFECYCLE.map(() => 200),
+      );
+      assert.ok(Date.now() - started < 4000, `answered in ${Date.now() - started} ms, not after waiting for a sweep`);
+      assert.equal(seen.perPayment, 1);
+      const rows = await server.db.selectFrom('webhook_events').select('status').where('event_id', 'like', 'evt_inline_%').execute();
+      assert.deepEqual(
+        rows.map((r) => r.status),
+        LIFECYCLE.map(() => 'processed'),
+      );
+    });
   });
 
-  test('both copies are answered 200 after one attempt, the waiting one reading the event at most twice', async () => {
-    const store = server.inbox.store;
-    const eventState = store.eventState.bind(store);
-    let reads = 0;
-    store.eventState = (id) => {
-      reads++;
-      return eventState(id);
-    };
-    const delivery = stripeDelivery(stripePaymentEvent('evt_inline_duplicate', 'payment_intent.succeeded', 'pi_inline_duplicate', { userId: 'u_dup', courseId: 'c_dup' }));
-    const responses = await Promise.all([server.post(delivery), server.post(delivery)]);
-    assert.deepEqual(
-      responses.map((r) => r.status),
-      [200, 200],
-    );
-    assert.equal(seen.attempts, 1);
-    // Reading every 100 ms through the 600 ms attempt would be six reads.
-    assert.ok(reads >= 1 && reads <= 2, `the waiting copy read the event ${reads} times`);
-    assert.equal((await store.findEvent('stripe', 'evt_inline_duplicate'))?.status, 'processed');
+  describe(`inline mode: a duplicate waits for the attempt running in its process, without polling the store (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+    let server: Harness;
+    const { seen, apply } = observingApplier(systemClock, 600);
+
+    before(async () => {
+      server = await Harness.start(
+        (database as TestDatabase).url,
+        { PROCESSING_MODE: 'inline', SWEEP_INTERVAL_MS: '3600000', INLINE_WAIT_MS: '5000' },
+        { domains: [coursePlatform], apply },
+      );
+    });
+    after(async () => {
+      await server?.close();
+    });
+
+    test('both copies are answered 200 after one attempt, the waiting one reading the event at most twice', async () => {
+      const store = server.inbox.store;
+      const eventState = store.eventState.bind(store);
+      let reads = 0;
+      store.eventState = (id) => {
+        reads++;
+        return eventState(id);
+      };
+      const delivery = stripeDelivery(stripePaymentEvent('evt_inline_duplicate', 'payment_intent.succeeded', 'pi_inline_duplicate', { userId: 'u_dup', courseId: 'c_dup' }));
+      const responses = await Promise.all([server.post(delivery), server.post(delivery)]);
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        [200, 200],
+      );
+      assert.equal(seen.attempts, 1);
+      // Reading every 100 ms through the 600 ms attempt would be six reads.
+      assert.ok(reads >= 1 && reads <= 2, `the waiting copy read the event ${reads} times`);
+      assert.equal((await store.findEvent('stripe', 'evt_inline_duplicate'))?.status, 'processed');
+    });
   });
-});
+}

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import pg from 'pg';
+import { MAX_PREPARED_PER_CONNECTION, preparingPool } from '../../../src/db/postgres/prepared-pool.js';
+import { openStore } from '../../../src/store/open-store.js';
+import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { TestClock } from '../../support/harness.js';
+
+const database = await createTestDatabase('postgres');
+
+describe('the PostgreSQL backend: settings warned about at start, prepared statements', { skip: 'skip' in database && database.skip }, () => {
+  after(() => (database as TestDatabase).drop());
+
+  test('synchronous_commit off: one warning, and the store works all the same; on: none', async () => {
+    const url = (database as TestDatabase).url;
+    const off = openStore(`${url}?options=${encodeURIComponent('-c synchronous_commit=off')}`, { poolSize: 1, clock: new TestClock() });
+    const on = openStore(url, { poolSize: 1, clock: new TestClock() });
+    try {
+      await off.migrate();
+      const [warning, ...others] = await off.settingWarnings();
+      assert.match(warning ?? '', /synchronous_commit is off: an acknowledged event can be lost if the database server crashes/);
+      assert.deepEqual(others, []);
+      assert.deepEqual(await on.settingWarnings(), []);
+      const recorded = await off.record({ provider: 'stripe', eventId: 'evt_async', eventType: 't', payload: '{}', headers: {} });
+      assert.equal(recorded.outcome, 'recorded');
+    } finally {
+      await off.close();
+      await on.close();
+    }
+  });
+
+  test('a statement with values is prepared on its connection once seen twice, up to the bound; one seen once is not', async () => {
+    const pool = new pg.Pool({ connectionString: (database as TestDatabase).url, max: 1 });
+    const client = await preparingPool(pool).connect();
+    try {
+      const preparedNames = async () => (await client.query<{ name: string }>("select name from pg_prepared_statements where name like 'wi\\_%'", [])).rows.map((r) => r.name);
+      await client.query('select $1::int + 1 as n', [1]);
+      assert.deepEqual(await preparedNames(), [], 'seen once');
+      const again = await client.query<{ n: number }>('select $1::int + 1 as n', [2]);
+      assert.equal(again.rows[0]!.n, 3);
+      assert.equal((await preparedNames()).length, 1, 'seen twice');
+      await client.query('select $1::int + 1 as n', [3]);
+      assert.equal((await preparedNames()).length, 1, 'the same name again');
+      for (let shape = 0; shape < MAX_PREPARED_PER_CONNECTION + 5; shape++) {
+        for (let run = 0; run < 2; run++) await client.query(`select $1::int + ${shape} as n`, [run]);
+      }
+      assert.equal((await preparedNames()).length, MAX_PREPARED_PER_CONNECTION, 'no more than the bound');
+    } finally {
+      client.release();
+      await pool.end();
+    }
+  });
+});
