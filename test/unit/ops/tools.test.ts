@@ -36,12 +36,14 @@ describe('durations and times given to operator commands', () => {
     assert.equal(parseTimeReference('2024-02-29', now).toISOString(), '2024-02-29T00:00:00.000Z', 'a leap day is a day');
   });
 
-  test('schedules: a daily stuck check, no archiving, unless configured', () => {
+  test('schedules: a daily stuck check, provider alerts every five minutes, no archiving or reconciling, unless configured', () => {
     const defaults = loadConfig({}).operations;
     assert.deepEqual(defaults, {
       alertWebhookUrl: null,
       stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000, outboxOlderThanMs: 3_600_000 },
       archive: { cron: null, dir: null, olderThanMs: 7_776_000_000 },
+      reconcile: { apis: { stripe: null, razorpay: null, payu: null }, cron: null, windowMs: 86_400_000, maxPages: 1000, concurrency: 4, payuPendingOlderThanMs: 1_800_000 },
+      alerts: { cron: '*/5 * * * *', non2xxForMs: 7_200_000, signatureFailureShare: 0.5, signatureFailureMinCount: 10, providerSilentForMs: null },
     });
     assert.equal(loadConfig({ STUCK_CHECK_CRON: 'off' }).operations.stuckCheck.cron, null);
   });
