@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Migration } from 'kysely';
 import type { Logger } from 'pino';
@@ -7,6 +5,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/settings.js';
 import { coursePlatform } from './course-platform/course-platform.js';
 import type { InboxDatabase } from './db/schema.js';
+import { processOwner } from './db/lease.js';
 import { maskUrl } from './config/display.js';
 import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
@@ -111,7 +110,7 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
       skippedOutboxKinds: skippedOutboxKinds(domains.transports),
     });
   const { processing } = config;
-  const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const owner = processOwner();
   const processor = new Processor({
     store,
     apply,

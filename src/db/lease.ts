@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { ExpressionBuilder } from 'kysely';
 import { byGroup, type BatchRunner } from './batcher.js';
 import { toDbTime, type InboxDatabase } from './schema.js';
+
+/** Who holds a lease or lock: this host and process, and a random part, since pids are reused after restarts. */
+export function processOwner(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+}
 
 /**
  * A fresh lease for a claim: the token fences every write that follows, and the expiry doubles as

@@ -290,5 +290,23 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .execute();
       },
     },
+    // Jobs every serve process schedules (stuck check, provider alerts) run once per tick across them
+    // all: the process that moves `last_tick` forward runs it. Alerts that fire are kept here too, so
+    // an alert is posted once while it fires, whichever process checks.
+    '0020_scheduled_runs': {
+      async up(db) {
+        await table(db.schema, 'scheduled_runs')
+          .addColumn('job', types.key, (c) => c.notNull())
+          .addColumn('last_tick', types.timestamp, (c) => c.notNull())
+          .addColumn('owner', types.key, (c) => c.notNull())
+          .addUniqueConstraint('uq_scheduled_runs_job', ['job'])
+          .execute();
+        await table(db.schema, 'firing_alerts')
+          .addColumn('alert_key', types.key, (c) => c.notNull())
+          .addColumn('since', types.timestamp, (c) => c.notNull())
+          .addUniqueConstraint('uq_firing_alerts_alert_key', ['alert_key'])
+          .execute();
+      },
+    },
   };
 }

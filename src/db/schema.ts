@@ -214,6 +214,21 @@ export interface OperationLocksTable {
   expires_at: DbTime;
 }
 
+/** The last tick of a scheduled job that a process ran: the one that moved it forward ran it. */
+export interface ScheduledRunsTable {
+  id: Generated<number>;
+  job: string;
+  last_tick: DbTime;
+  owner: string;
+}
+
+/** An alert that fires (`<provider>:<rule>`), since the check that first saw it: posted once while here. */
+export interface FiringAlertsTable {
+  id: Generated<number>;
+  alert_key: string;
+  since: DbTime;
+}
+
 /**
  * The inbox's own tables. A domain with tables of its own (the course platform, a team's handlers)
  * extends it: `interface MyDatabase extends InboxDatabase { grants: GrantsTable }`.
@@ -231,6 +246,8 @@ export interface InboxDatabase {
   admin_actions: AdminActionsTable;
   reconcile_runs: ReconcileRunsTable;
   operation_locks: OperationLocksTable;
+  scheduled_runs: ScheduledRunsTable;
+  firing_alerts: FiringAlertsTable;
 }
 
 export function toDbTime(date: Date): DbTime {

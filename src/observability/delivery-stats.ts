@@ -44,6 +44,13 @@ export function minuteOf(date: Date): DbTime {
   return toDbTime(new Date(date.getTime() - (date.getTime() % 60_000)));
 }
 
+/** Deletes the per-minute counts and samples from before `before`: the statistics' retention. */
+export async function deleteStatisticsBefore(db: Kysely<InboxDatabase>, before: Date): Promise<void> {
+  const minute = minuteOf(before);
+  await db.deleteFrom('delivery_stats').where('minute', '<', minute).execute();
+  await db.deleteFrom('pipeline_samples').where('minute', '<', minute).execute();
+}
+
 /**
  * Counts deliveries per minute, provider and result in memory, beside the metrics it wraps, and adds
  * them to `delivery_stats` every few seconds, so the admin overview and the provider alert rules see

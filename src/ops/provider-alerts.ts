@@ -9,8 +9,6 @@ import type { DeliveryResult } from '../observability/metrics.js';
 
 /** The share of signature failures is judged over this last stretch of time. */
 const SIGNATURE_WINDOW_MS = 60 * 60_000;
-/** Per-minute counts older than this are deleted by the check: the rules and the overview look back hours, not weeks. */
-const STATS_RETENTION_MS = 14 * 24 * 60 * 60_000;
 /** The answers a provider takes as delivered. */
 const SUCCESS: DeliveryResult[] = ['accepted', 'duplicate'];
 
@@ -35,10 +33,6 @@ export async function findProviderAlerts(
   providers: readonly ProviderName[] = PROVIDER_NAMES,
 ): Promise<ProviderAlert[]> {
   const now = clock.now();
-  await db
-    .deleteFrom('delivery_stats')
-    .where('minute', '<', minuteOf(new Date(now.getTime() - STATS_RETENTION_MS)))
-    .execute();
   const alerts: ProviderAlert[] = [];
   for (const provider of providers) {
     const lastOk = await lastMinute(db, provider, (result) => SUCCESS.includes(result));
@@ -100,18 +94,35 @@ async function lastMinute(db: Kysely<InboxDatabase>, provider: string, which: (r
   return minutes.length === 0 ? null : minutes.reduce((a, b) => (a > b ? a : b));
 }
 
+const alertKey = (alert: ProviderAlert) => `${alert.provider}:${alert.rule}`;
+
 /**
  * The scheduled check: posts the alerts that started firing since the last check (each once while it
- * fires, again after it stopped and started again), logs each either way.
+ * fires, again after it stopped and started again), logs each either way. What fires is kept in
+ * `firing_alerts`, so processes that take turns at the check post an alert once between them.
  */
 export function providerAlertCheck(db: Kysely<InboxDatabase>, clock: Clock, settings: ProviderAlertSettings, providers: readonly ProviderName[]) {
-  let firing = new Set<string>();
   return async (post: ((alerts: ProviderAlert[]) => Promise<void>) | null, warn: (alert: ProviderAlert) => void): Promise<ProviderAlert[]> => {
     const alerts = await findProviderAlerts(db, clock, settings, providers);
-    const fresh = alerts.filter((alert) => !firing.has(`${alert.provider}:${alert.rule}`));
-    firing = new Set(alerts.map((alert) => `${alert.provider}:${alert.rule}`));
+    const keys = alerts.map(alertKey);
+    await db
+      .deleteFrom('firing_alerts')
+      .$if(keys.length > 0, (q) => q.where('alert_key', 'not in', keys))
+      .execute();
+    const fresh: ProviderAlert[] = [];
+    const since = toDbTime(clock.now());
+    for (const [index, alert] of alerts.entries()) {
+      const inserted = await db.insertInto('firing_alerts').orIgnore().values({ alert_key: keys[index]!, since }).executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0) fresh.push(alert);
+    }
     for (const alert of alerts) warn(alert);
-    if (fresh.length > 0 && post) await post(fresh);
+    if (fresh.length > 0 && post) {
+      // Not posted, not told: the next check posts them again.
+      await post(fresh).catch(async (error: unknown) => {
+        await db.deleteFrom('firing_alerts').where('alert_key', 'in', fresh.map(alertKey)).execute();
+        throw error;
+      });
+    }
     return fresh;
   };
 }

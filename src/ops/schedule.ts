@@ -3,8 +3,11 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { OperationsSettings } from '../config/settings.js';
+import { processOwner } from '../db/lease.js';
+import { claimScheduledTick } from '../db/scheduled-runs.js';
 import type { InboxDatabase } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
+import { deleteStatisticsBefore } from '../observability/delivery-stats.js';
 import { postAlert, providerAlertBody, sendStuckAlert } from './alert.js';
 import { providerAlertCheck } from './provider-alerts.js';
 import { Archiver } from './archive/archiver.js';
@@ -35,17 +38,28 @@ export interface ScheduledOperations {
   stop(): Promise<void>;
 }
 
+/** Per-minute counts and samples older than this are deleted: the overview and the alert rules look back hours, not weeks. */
+const STATS_RETENTION_MS = 14 * 24 * 60 * 60_000;
+/** Hourly, off the full hour that other jobs favour. */
+const STATS_RETENTION_CRON = '0 17 * * * *';
+
 /**
- * The service's operator jobs on cron schedules (UTC): the stuck check (daily by default) and, when
- * configured, retention archiving and reconciliation with the providers' APIs. A run still going when the next is due is skipped, not stacked.
+ * The service's operator jobs on cron schedules (UTC): the stuck check (daily by default), the
+ * provider alert rules, the retention of the per-minute statistics and, when configured, retention
+ * archiving and reconciliation with the providers' APIs. Every serve process schedules them and one
+ * runs each tick (claimScheduledTick). A run still going when the next is due is skipped, not stacked.
  */
 export function scheduleOperations(settings: OperationsSettings, deps: OperationsDependencies): ScheduledOperations {
   const running = new Set<Promise<unknown>>();
   const jobs: Cron[] = [];
+  const owner = processOwner();
   const schedule = (name: string, pattern: string | null, run: () => Promise<unknown>) => {
     if (pattern === null) return;
-    const job = new Cron(pattern, { timezone: 'UTC', protect: true, unref: true }, async () => {
-      const started = run()
+    const job = new Cron(pattern, { timezone: 'UTC', protect: true, unref: true }, async (self: Cron) => {
+      // The latest time the pattern names, up to now: the tick this wake-up is for, the same in every process.
+      const tick = self.previousRuns(1, new Date(Date.now() + 1))[0] ?? new Date();
+      const started = claimScheduledTick(deps.db, name, tick, owner)
+        .then((mine) => (mine ? run() : deps.logger.debug({ job: name, tick }, `scheduled ${name}: another process runs this tick`)))
         .catch((error: unknown) => deps.logger.error({ err: error, job: name }, `scheduled ${name} failed`))
         .finally(() => running.delete(started));
       running.add(started);
@@ -55,6 +69,7 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
     deps.logger.info({ job: name, cron: pattern, next: job.nextRun()?.toISOString() }, `scheduled ${name}`);
   };
 
+  schedule('statistics retention', STATS_RETENTION_CRON, () => deleteStatisticsBefore(deps.db, new Date(deps.clock.now().getTime() - STATS_RETENTION_MS)));
   schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, deps, 'scheduled check'));
   const { archive } = settings;
   if (archive.dir !== null) {

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import pLimit from 'p-limit';
 import type { ReconcileSettings } from '../../config/settings.js';
 import { OperationLock } from '../../db/operation-lock.js';
+import { processOwner } from '../../db/lease.js';
 import type { Inbox, ReceiveResult } from '../../inbox.js';
 import type { ProviderName, VerifiedEvent } from '../../model/delivery.js';
 import { PAYMENT_STATE_ORDER, type PaymentState } from '../../model/payment-event.js';
@@ -103,7 +102,7 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
     return { dryRun: true, runs, disabled, found: runs.reduce((sum, run) => sum + run.found, 0) };
   }
 
-  const lock = new OperationLock(inbox.store.db, inbox.clock, LOCK_NAME, `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`, LOCK_TTL_MS);
+  const lock = new OperationLock(inbox.store.db, inbox.clock, LOCK_NAME, processOwner(), LOCK_TTL_MS);
   const holder = await lock.take();
   if (holder) throw new OperationError(`another reconcile run holds the lock (${holder.owner}, until ${holder.expiresAt} UTC)`, 'reconcile_locked');
   try {
