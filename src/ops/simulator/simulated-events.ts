@@ -1,5 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { ProviderName } from '../../model/delivery.js';
+import { STRIPE_PAYMENT_EVENT_TYPES } from '../../providers/stripe/normalize.js';
 import { OperationError } from '../errors.js';
 
 /** The payment a simulated event is about; anything left out is made up. */
@@ -20,20 +21,8 @@ export type SimulatedEvent =
 
 type Builder<E extends SimulatedEvent> = (type: string, payment: Required<SimulatedPayment>, now: Date) => E;
 
-const STRIPE_TYPES = [
-  'payment_intent.created',
-  'payment_intent.processing',
-  'payment_intent.amount_capturable_updated',
-  'payment_intent.succeeded',
-  'payment_intent.payment_failed',
-  'payment_intent.canceled',
-  'charge.succeeded',
-  'charge.captured',
-  'charge.failed',
-  'charge.refunded',
-  'checkout.session.completed',
-  'charge.dispute.created',
-] as const;
+/** Every type the domain maps, and a dispute, which it records without a payment state. */
+const STRIPE_TYPES = [...STRIPE_PAYMENT_EVENT_TYPES, 'charge.dispute.created'] as const;
 const RAZORPAY_TYPES = ['payment.authorized', 'payment.captured', 'payment.failed', 'order.paid', 'refund.created', 'refund.processed', 'payment.dispute.created'] as const;
 const PAYU_TYPES = ['success', 'failure', 'pending'] as const;
 
@@ -85,7 +74,7 @@ const stripeEvent: Builder<Extract<SimulatedEvent, { provider: 'stripe' }>> = (t
       receipt_email: payment.email,
       status: intentStatus[type] ?? 'succeeded',
     };
-  } else if (type === 'checkout.session.completed') {
+  } else if (type.startsWith('checkout.session.')) {
     object = {
       id: randomId('cs_test_', 40),
       object: 'checkout.session',
@@ -97,7 +86,8 @@ const stripeEvent: Builder<Extract<SimulatedEvent, { provider: 'stripe' }>> = (t
       metadata,
       mode: 'payment',
       payment_intent: paymentIntent,
-      payment_status: 'paid',
+      // A delayed method (a bank debit) completes the session unpaid; the async events settle it.
+      payment_status: type === 'checkout.session.completed' || type === 'checkout.session.async_payment_succeeded' ? 'paid' : 'unpaid',
       status: 'complete',
     };
   } else if (type === 'charge.dispute.created') {

@@ -84,6 +84,8 @@ describe('the provider simulator', () => {
       'charge.failed': 'failed',
       'charge.refunded': 'refunded',
       'checkout.session.completed': 'captured',
+      'checkout.session.async_payment_succeeded': 'captured',
+      'checkout.session.async_payment_failed': 'failed',
       'charge.dispute.created': 'ignored',
       'payment.authorized': 'authorized',
       'payment.captured': 'captured',
