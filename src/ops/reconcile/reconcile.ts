@@ -112,7 +112,7 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
       const unfinished = await runsTable.unfinished(provider);
       if (unfinished) {
         const window = { since: unfinished.windowStart, until: unfinished.windowEnd };
-        runs.push(await runner.run(sourceFor(provider, settings, context, window), unfinished, runsTable, true));
+        runs.push(await runner.run(sourceFor(provider, settings, context, window), await runsTable.recount(unfinished), runsTable, true));
       }
       const run = await runsTable.start(provider, request.window, request.runKey);
       runs.push(await runner.run(sourceFor(provider, settings, context, request.window), run, runsTable, false));

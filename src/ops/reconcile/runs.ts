@@ -77,6 +77,26 @@ export class ReconcileRuns {
     return row ? toRun(row) : null;
   }
 
+  /**
+   * An unfinished run's counts made good from what it left in the database before it resumes: an
+   * event recorded just before a crash, whose count was not yet written, is counted. Only the holder
+   * of the reconcile lock runs a provider's reconciliation, and each starts by resuming this run, so
+   * the events reconciled for the provider since the run started are all its own.
+   */
+  async recount(run: ReconcileRun): Promise<ReconcileRun> {
+    const row = await this.db
+      .selectFrom('webhook_events')
+      .select((eb) => eb.fn.countAll<number | string>().as('events'))
+      .where('provider', '=', run.provider)
+      .where('source', '=', 'reconcile')
+      .where('created_at', '>=', toDbTime(run.startedAt))
+      .executeTakeFirstOrThrow();
+    const uncounted = Number(row.events) - run.recorded;
+    if (uncounted <= 0) return run;
+    await this.progress(run.runKey, { found: uncounted, recorded: uncounted });
+    return (await this.byKey(run.runKey))!;
+  }
+
   async progress(runKey: string, progress: RunProgress): Promise<void> {
     await this.db
       .updateTable('reconcile_runs')
