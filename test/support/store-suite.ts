@@ -3,7 +3,7 @@ import { composeDomains, type PaymentDomain } from '../../src/extension/payment-
 import { openStore } from '../../src/store/open-store.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';
-import { TestClock, testConfig } from './harness.js';
+import { Harness, TestClock, testConfig } from './harness.js';
 
 /** What a suite over one store sees: set before its tests run. */
 export interface StoreSuite {
@@ -40,6 +40,37 @@ export async function describeEachStore(
       });
       after(async () => {
         await suite.store?.close();
+        await suite.database?.drop();
+      });
+      body(suite);
+    });
+  }
+}
+
+/** What a suite over one store's running service sees: set before its tests run. */
+export interface ServiceSuite {
+  backend: StoreBackendName;
+  database: TestDatabase;
+  service: Harness;
+}
+
+/**
+ * `describe(title (backend))` once per store backend, each with a service (webhook-inbox in process,
+ * migrated, workers running) on a database of its own; the service is closed and the database dropped
+ * after the suite. `env`: the service's environment beyond the tests' defaults.
+ */
+export async function describeEachService(title: string, env: Record<string, string>, body: (suite: ServiceSuite) => void): Promise<void> {
+  const databases = await createTestDatabases();
+  for (const backend of STORE_BACKENDS) {
+    const database = databases[backend];
+    describe(`${title} (${backend})`, { skip: 'skip' in database && database.skip }, () => {
+      const suite = { backend } as ServiceSuite;
+      before(async () => {
+        suite.database = database as TestDatabase;
+        suite.service = await Harness.start(suite.database.url, env);
+      });
+      after(async () => {
+        await suite.service?.close();
         await suite.database?.drop();
       });
       body(suite);
