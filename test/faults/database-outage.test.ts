@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { createConnection } from 'mysql2/promise';
 import { createInbox } from '../../src/app.js';
+import { inspectDatabase } from '../support/database.js';
 import { testConfig } from '../support/harness.js';
 import { capturedPayments, deliver, outcomeCounts, waitUntilAllProcessed, type Answer, type PaymentEvent } from '../support/load.js';
 import type { CliProcess } from '../support/cli.js';
@@ -146,22 +146,22 @@ describe('MariaDB stopped, then frozen, under load (private server)', { skip: un
     );
 
     // Every event the provider got a 200 for is stored and processed, with one effect per payment.
-    const sql = await createConnection({ uri: databaseUrl });
+    const db = inspectDatabase(databaseUrl);
     try {
-      const [rows] = (await sql.query('SELECT event_id FROM webhook_events')) as unknown as [Array<{ event_id: string }>];
+      const rows = await db.selectFrom('webhook_events').select('event_id').execute();
       const stored = new Set(rows.map((r) => r.event_id));
       assert.deepEqual(
         [...provider.acknowledged].filter((id) => !stored.has(id)),
         [],
         'no acknowledged event lost',
       );
-      await waitUntilAllProcessed(sql, stored.size, 60_000);
-      const counts = await outcomeCounts(sql);
+      await waitUntilAllProcessed(db, stored.size, 60_000);
+      const counts = await outcomeCounts(db);
       assert.equal(counts.processed, counts.events);
       assert.equal(counts.applied, counts.payments, 'one applied event per payment');
       assert.deepEqual([counts.orders, counts.enrollments, counts.receipts], [counts.payments, counts.payments, counts.payments], 'one effect per payment');
     } finally {
-      await sql.end();
+      await db.destroy();
     }
   });
 });
