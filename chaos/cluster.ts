@@ -19,9 +19,6 @@ export interface ClusterOptions {
 /** A worker's log line when fencing refused its commit (src/processing/processor.ts). */
 const LEASE_LOST = 'lease lost before commit';
 
-/** How the report names each store. */
-export const STORE_NAMES: Record<ServerBackendName, string> = { mysql: 'MariaDB', postgres: 'PostgreSQL' };
-
 /**
  * The system under test, on servers of its own: N receivers (`serve --no-workers`, fixed ports so a
  * restarted one is reached at the same address) and M workers (`worker`) on a private MariaDB or

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { holdPayment } from '../test/support/load.js';
-import { STORE_NAMES, type ChaosCluster } from './cluster.js';
+import { STORE_NAMES } from '../test/support/services.js';
+import type { ChaosCluster } from './cluster.js';
 import type { Random } from './random.js';
 import type { ProviderSimulator } from './simulator.js';
 

@@ -1,4 +1,4 @@
-import { STORE_NAMES } from './cluster.js';
+import { STORE_NAMES } from '../test/support/services.js';
 import type { ChaosReport, Stats } from './run.js';
 
 const ms = (value: number | null | undefined) => (value === null || value === undefined ? '—' : `${(value / 1000).toFixed(1)} s`);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { STORE_NAMES } from '../../chaos/cluster.js';
 import { FAULT_KINDS } from '../../chaos/faults.js';
 import { runChaos } from '../../chaos/run.js';
 import { SHORT_RUN } from '../../chaos/sizes.js';
-import { SERVER_BACKENDS } from '../support/services.js';
+import { SERVER_BACKENDS, STORE_NAMES } from '../support/services.js';
 
 /**
  * The chaos suite at small scale, on each server store: every fault kind at least once against a

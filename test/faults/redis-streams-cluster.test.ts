@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
-import { STORE_NAMES } from '../../chaos/cluster.js';
 import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
 import { createTestDatabase, inspectDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
@@ -17,7 +16,7 @@ import {
 } from '../support/load.js';
 import { cli, type CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
-import { PrivateRedis, SERVER_BACKENDS } from '../support/services.js';
+import { PrivateRedis, SERVER_BACKENDS, STORE_NAMES } from '../support/services.js';
 
 /**
  * 4 receivers (`serve --no-workers`) and 2 workers (`worker`), separate processes on one database

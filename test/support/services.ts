@@ -161,6 +161,8 @@ export class PrivateRedis {
 /** The server stores a fault test can run on a private server of (SQLite has no server to break). */
 export const SERVER_BACKENDS = ['mysql', 'postgres'] as const satisfies readonly StoreBackendName[];
 export type ServerBackendName = (typeof SERVER_BACKENDS)[number];
+/** How test names and reports call each server store. */
+export const STORE_NAMES: Record<ServerBackendName, string> = { mysql: 'MariaDB', postgres: 'PostgreSQL' };
 
 /** What a fault test does to its private database server, whichever kind. */
 export interface PrivateDatabaseServer {
