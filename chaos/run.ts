@@ -95,18 +95,12 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
 
     const invariants = await checkInvariants(cluster.db, simulator, injector.faults, options.outageGraceMs);
     const events = cluster.db.selectFrom('webhook_events');
-    const takeovers = {
-      eventsWithSeveralAttempts: Number(
-        (
-          await events
-            .select((eb) => eb.fn.countAll().as('n'))
-            .where('attempts', '>', 1)
-            .executeTakeFirstOrThrow()
-        ).n,
-      ),
-      maxAttempts: Number((await events.select((eb) => eb.fn.max('attempts').as('n')).executeTakeFirstOrThrow()).n),
-      fencedCommits: cluster.leaseLost,
-    };
+    const several = await events
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('attempts', '>', 1)
+      .executeTakeFirstOrThrow();
+    const most = await events.select((eb) => eb.fn.max('attempts').as('n')).executeTakeFirstOrThrow();
+    const takeovers = { eventsWithSeveralAttempts: Number(several.n), maxAttempts: Number(most.n), fencedCommits: cluster.leaseLost };
     const unexpectedExits = cluster.unexpectedExits();
     const lag = await processingLag(cluster.db, '');
     return {

@@ -305,6 +305,8 @@ export class PrivatePostgres implements PrivateDatabaseServer {
   }
 
   async startServer(): Promise<void> {
+    // Connections for a cluster of processes with a pool each (the chaos suite runs six, plus its own):
+    // running out would answer 503 where no fault is.
     const args = ['-D', `${this.dir}/data`, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'shared_buffers=32MB', '-c', 'max_connections=200'];
     const ping = async () => {
       const client = new pg.Client({ connectionString: `${this.url}/postgres`, connectionTimeoutMillis: 1000 });
