@@ -169,6 +169,8 @@ export interface PrivateDatabaseServer {
   /** Server URL, without a database. */
   readonly url: string;
   startServer(): Promise<void>;
+  /** A clean shutdown, as when an operator stops the server. */
+  stopServer(): Promise<void>;
   /** A crash: no shutdown, connections dropped; the next start recovers from the server's log. */
   kill(): Promise<void>;
   /** Freezes the server: connections stay open but nothing answers. */
