@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
-import { createPool, type Pool } from 'mysql2/promise';
+import type { Kysely } from 'kysely';
+import type { CoursePlatformDatabase } from '../src/course-platform/schema.js';
+import { inspectDatabase } from '../test/support/database.js';
 import { waitFor } from '../test/support/harness.js';
 import { exitOf, runCli, type CliProcess } from '../test/support/cli.js';
 import { freePort, kill, serve, worker } from '../test/support/processes.js';
-import { PrivateMariadb, PrivateRedis, type Unavailable } from '../test/support/services.js';
+import { PrivateRedis, startPrivateDatabase, type PrivateDatabaseServer, type ServerBackendName, type Unavailable } from '../test/support/services.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
 
 export interface ClusterOptions {
+  /** The store, on a private server of the run's own. */
+  store: ServerBackendName;
   receivers: number;
   workers: number;
   leaseSeconds: number;
@@ -17,8 +21,8 @@ const LEASE_LOST = 'lease lost before commit';
 
 /**
  * The system under test, on servers of its own: N receivers (`serve --no-workers`, fixed ports so a
- * restarted one is reached at the same address) and M workers (`worker`) on a private MariaDB and a
- * private Redis that the fault injector may kill, freeze, flush and restart.
+ * restarted one is reached at the same address) and M workers (`worker`) on a private MariaDB or
+ * PostgreSQL and a private Redis that the fault injector may kill, freeze, flush and restart.
  */
 export class ChaosCluster {
   readonly receiverUrls: string[];
@@ -31,28 +35,29 @@ export class ChaosCluster {
   /** Starts that failed (did not answer within 30 s, or exited), with the process's output. */
   readonly startFailures: string[] = [];
   /** The checker's own connections: invariants, drain watchers, the stall fault's row lock. */
-  readonly sql: Pool;
+  readonly db: Kysely<CoursePlatformDatabase>;
 
   private constructor(
     readonly options: ClusterOptions,
-    readonly mariadb: PrivateMariadb,
+    readonly database: PrivateDatabaseServer,
     readonly redis: PrivateRedis,
     private readonly ports: number[],
     private readonly env: Record<string, string>,
   ) {
     this.receiverUrls = ports.map((port) => `http://127.0.0.1:${port}`);
-    this.sql = createPool({ uri: this.databaseUrl, connectionLimit: 4, connectTimeout: 2000, timezone: 'Z', dateStrings: true });
+    this.db = inspectDatabase(this.databaseUrl);
   }
 
   static async start(options: ClusterOptions): Promise<ChaosCluster | Unavailable> {
-    const mariadb = await PrivateMariadb.start();
-    if ('skip' in mariadb) return mariadb;
+    const database = await startPrivateDatabase(options.store);
+    if ('skip' in database) return database;
     const redis = await PrivateRedis.start();
     if ('skip' in redis) {
-      await mariadb.destroy();
+      await database.destroy();
       return redis;
     }
-    const databaseUrl = `${mariadb.url}/webhook_inbox`;
+    // Created by `migrate` on either server.
+    const databaseUrl = `${database.url}/webhook_inbox`;
     const env = {
       DATABASE_URL: databaseUrl,
       REDIS_URL: redis.url,
@@ -70,7 +75,7 @@ export class ChaosCluster {
     const migrate = runCli(['migrate'], env);
     assert.equal(await exitOf(migrate), 0, migrate.output());
     const ports = await Promise.all(Array.from({ length: options.receivers }, () => freePort()));
-    const cluster = new ChaosCluster(options, mariadb, redis, ports, env);
+    const cluster = new ChaosCluster(options, database, redis, ports, env);
     await Promise.all([...ports.keys()].map((i) => cluster.restartReceiver(i)));
     await Promise.all(Array.from({ length: options.workers }, (_, i) => cluster.restartWorker(i)));
     return cluster;
@@ -147,9 +152,9 @@ export class ChaosCluster {
   async stop(): Promise<void> {
     for (const child of this.started) if (child.signalCode === 'SIGSTOP') child.kill('SIGCONT');
     await Promise.all(this.started.map(kill));
-    await this.sql.end().catch(() => undefined);
+    await this.db.destroy().catch(() => undefined);
     await this.redis.stop();
-    await this.mariadb.destroy();
+    await this.database.destroy();
   }
 
   private countLeaseLost(child: CliProcess): void {

@@ -1,14 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Pool, RowDataPacket } from 'mysql2/promise';
-import { createConnection } from 'mysql2/promise';
+import { holdPayment } from '../test/support/load.js';
+import { STORE_NAMES } from '../test/support/services.js';
 import type { ChaosCluster } from './cluster.js';
 import type { Random } from './random.js';
 import type { ProviderSimulator } from './simulator.js';
 
-export const FAULT_KINDS = ['receiver-kill', 'worker-kill', 'mariadb-kill', 'mariadb-pause', 'redis-flush', 'redis-restart', 'worker-stall'] as const;
+export const FAULT_KINDS = ['receiver-kill', 'worker-kill', 'database-kill', 'database-pause', 'redis-flush', 'redis-restart', 'worker-stall'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
-/** Receiver and worker kills: the "kills" of the report (a MariaDB kill is counted as a database fault). */
+/** Receiver and worker kills: the "kills" of the report (a database server kill is counted as a database fault). */
 export function isProcessKill(kind: FaultKind): boolean {
   return kind === 'receiver-kill' || kind === 'worker-kill';
 }
@@ -113,15 +113,15 @@ export class FaultInjector {
         await sleep(random.between(...this.options.downMs));
         return record(`worker ${i}`, false, { note: await timed('restart', () => cluster.restartWorker(i)) });
       }
-      case 'mariadb-kill':
-        await cluster.mariadb.kill();
+      case 'database-kill':
+        await cluster.database.kill();
         await sleep(random.between(...this.options.downMs));
-        return record('mariadb', true, { note: await timed('restart with crash recovery', () => cluster.mariadb.startServer()) });
-      case 'mariadb-pause':
-        cluster.mariadb.pause();
+        return record(STORE_NAMES[cluster.options.store], true, { note: await timed('restart with crash recovery', () => cluster.database.startServer()) });
+      case 'database-pause':
+        cluster.database.pause();
         await sleep(lease + 1000);
-        cluster.mariadb.resume();
-        return record('mariadb', true, { note: `SIGSTOP for ${lease + 1000} ms (lease ${lease} ms)` });
+        cluster.database.resume();
+        return record(STORE_NAMES[cluster.options.store], true, { note: `SIGSTOP for ${lease + 1000} ms (lease ${lease} ms)` });
       case 'redis-flush':
         await cluster.redis.flushAll();
         return record('redis');
@@ -145,29 +145,28 @@ export class FaultInjector {
     const payment = this.simulator.upcomingPayment();
     if (!payment) return record('none', false, { note: 'no payment left to hold' });
     const fencedBefore = cluster.leaseLost;
-    const holder = await createConnection({ uri: cluster.databaseUrl });
+    const holder = await holdPayment(cluster.db, payment.provider, payment.paymentId);
     let frozen = -1;
     try {
-      await holder.query('BEGIN');
-      await holder.query("INSERT INTO payments (provider, payment_id, status, created_at, updated_at) VALUES (?, ?, 'created', NOW(3), NOW(3))", [
-        payment.provider,
-        payment.paymentId,
-      ]);
       const deadline = Date.now() + 20_000;
       while (frozen < 0 && Date.now() < deadline) {
-        const [rows] = await cluster.sql.query<RowDataPacket[]>("SELECT lease_owner FROM webhook_events WHERE provider = ? AND payment_id = ? AND status = 'processing'", [
-          payment.provider,
-          payment.paymentId,
-        ]);
-        const owner = rows[0]?.lease_owner as string | undefined;
-        frozen = owner ? cluster.workerOwning(owner) : -1;
+        const row = await cluster.db
+          .selectFrom('webhook_events')
+          .select('lease_owner')
+          .where('provider', '=', payment.provider)
+          .where('payment_id', '=', payment.paymentId)
+          .where('status', '=', 'processing')
+          .executeTakeFirst();
+        frozen = row?.lease_owner ? cluster.workerOwning(row.lease_owner) : -1;
         if (frozen < 0) await sleep(20);
       }
       if (frozen >= 0) cluster.freezeWorker(frozen);
     } finally {
       // Lets the frozen worker's insert go through on the server: its transaction now holds the row.
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end().catch(() => undefined);
+      await holder
+        .rollback()
+        .execute()
+        .catch(() => undefined);
     }
     if (frozen < 0) return record(`payment ${payment.paymentId}`, false, { note: 'its events were not claimed in time; nothing frozen' });
     await sleep(lease + 1000);
@@ -179,11 +178,16 @@ export class FaultInjector {
   }
 
   private async measureDrain(fault: FaultRecord): Promise<void> {
-    const sql = this.cluster.sql;
+    const { db } = this.cluster;
     const deadline = fault.endedAt + 180_000;
-    const maxId = await retrying(sql, 'SELECT COALESCE(MAX(id), 0) AS n FROM webhook_events', [], deadline);
+    const events = db.selectFrom('webhook_events');
+    const maxId = await retrying(async () => Number((await events.select((eb) => eb.fn.max('id').as('n')).executeTakeFirst())?.n ?? 0), deadline);
+    const backlog = events
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('id', '<=', maxId)
+      .where('status', '<>', 'processed');
     while (Date.now() < deadline) {
-      const open = await retrying(sql, "SELECT COUNT(*) AS n FROM webhook_events WHERE id <= ? AND status <> 'processed'", [maxId], deadline);
+      const open = await retrying(async () => Number((await backlog.executeTakeFirstOrThrow()).n), deadline);
       if (open === 0) {
         fault.drainedMs = Date.now() - fault.endedAt;
         return;
@@ -201,11 +205,10 @@ async function timed(what: string, action: () => Promise<void>): Promise<string>
 }
 
 /** One number from the database, trying again through later outages until the deadline. */
-async function retrying(sql: Pool, query: string, params: unknown[], deadline: number): Promise<number> {
+async function retrying(query: () => Promise<number>, deadline: number): Promise<number> {
   for (;;) {
     try {
-      const [rows] = await sql.query<RowDataPacket[]>(query, params);
-      return Number(rows[0]!.n);
+      return await query();
     } catch (error) {
       if (Date.now() > deadline) throw error;
       await sleep(250);

@@ -1,5 +1,6 @@
-import type { Pool, RowDataPacket } from 'mysql2/promise';
+import type { Kysely } from 'kysely';
 import { receiptKey } from '../src/course-platform/handlers.js';
+import type { CoursePlatformDatabase } from '../src/course-platform/schema.js';
 import { fromDbTime } from '../src/db/schema.js';
 import type { FaultRecord } from './faults.js';
 import { foldStates, type SimulatedPayment } from './lifecycles.js';
@@ -38,30 +39,22 @@ class Invariant {
   }
 }
 
-/** The columns the checks read, as the driver returns them. */
-interface Row extends RowDataPacket {
-  provider: string;
-  event_id: string;
-  payment_id: string;
-  status: string;
-  outcome: string | null;
-  lease_expires_at: string | null;
-  user_id: string;
-  idempotency_key: string;
-}
-type Rows = Row[];
-
 /**
  * Reads the whole database once and holds it against what the simulator sent and what every
  * delivery got. `outageGraceMs`: how long after a database fault a 503 is still expected.
  */
-export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, faults: readonly FaultRecord[], outageGraceMs: number): Promise<InvariantResult[]> {
-  const [[events], [payments], [orders], [enrollments], [outbox]] = await Promise.all([
-    sql.query<Rows>('SELECT provider, event_id, status, outcome, lease_expires_at, payment_id FROM webhook_events'),
-    sql.query<Rows>('SELECT provider, payment_id, status FROM payments'),
-    sql.query<Rows>('SELECT provider, payment_id, status FROM orders'),
-    sql.query<Rows>('SELECT user_id, status FROM enrollments'),
-    sql.query<Rows>("SELECT idempotency_key FROM outbox WHERE idempotency_key LIKE 'receipt:%'"),
+export async function checkInvariants(
+  db: Kysely<CoursePlatformDatabase>,
+  simulator: ProviderSimulator,
+  faults: readonly FaultRecord[],
+  outageGraceMs: number,
+): Promise<InvariantResult[]> {
+  const [events, payments, orders, enrollments, outbox] = await Promise.all([
+    db.selectFrom('webhook_events').select(['provider', 'event_id', 'status', 'outcome', 'lease_expires_at', 'payment_id']).execute(),
+    db.selectFrom('payments').select(['provider', 'payment_id', 'status']).execute(),
+    db.selectFrom('orders').select(['provider', 'payment_id', 'status']).execute(),
+    db.selectFrom('enrollments').select(['user_id', 'status']).execute(),
+    db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', 'receipt:%').execute(),
   ]);
   const key = (provider: string, id: string) => `${provider}\u0000${id}`;
   const stored = new Map(events.map((row) => [key(row.provider, row.event_id), row]));
@@ -90,7 +83,7 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
   const ordersOf = groupBy(orders, (row) => key(row.provider, row.payment_id));
   const enrollmentsOf = groupBy(enrollments, (row) => row.user_id);
   const receipts = new Set(outbox.map((row) => row.idempotency_key));
-  const captureApplied = new Set(events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id)));
+  const captureApplied = new Set(events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id ?? '')));
   for (const payment of simulator.payments) {
     const paymentKey = key(payment.provider, payment.paymentId);
     const expectedState = foldStates(payment.events.map((e) => e.state));
@@ -126,8 +119,8 @@ export async function checkInvariants(sql: Pool, simulator: ProviderSimulator, f
   return [acknowledged, exactlyOnce, effects, fold, stuck, serverErrors].map((invariant) => invariant.result());
 }
 
-function describeEffects(payment: SimulatedPayment, orders: Rows, enrollments: Rows, receipts: Set<string>): string {
-  const statuses = (rows: Rows) =>
+function describeEffects(payment: SimulatedPayment, orders: Array<{ status: string }>, enrollments: Array<{ status: string }>, receipts: Set<string>): string {
+  const statuses = (rows: Array<{ status: string }>) =>
     rows
       .map((row) => row.status)
       .sort()

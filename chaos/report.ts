@@ -1,9 +1,10 @@
+import { STORE_NAMES } from '../test/support/services.js';
 import type { ChaosReport, Stats } from './run.js';
 
 const ms = (value: number | null | undefined) => (value === null || value === undefined ? '—' : `${(value / 1000).toFixed(1)} s`);
 const range = (stats: Stats | null) => (stats ? `${ms(stats.median)} / ${ms(stats.max)}` : '—');
 
-/** The report as committed in chaos/results/chaos-report.md. */
+/** The report as committed in chaos/results/chaos-report.md (MariaDB) and chaos-report-postgres.md. */
 export function toMarkdown(report: ChaosReport): string {
   const { events, deliveries, faults, takeovers } = report;
   const lines = [
@@ -11,7 +12,7 @@ export function toMarkdown(report: ChaosReport): string {
     '',
     `**${report.passed ? 'PASSED' : 'FAILED'}**: ${events.sent} events of ${events.payments} payments, ${deliveries.total} deliveries, ` +
       `${faults.total} faults (${faults.kills} process kills), ${report.durationSeconds} s, seed ${report.seed}. ` +
-      `${report.options.cluster.receivers} receivers + ${report.options.cluster.workers} workers, private MariaDB and Redis, lease ${report.options.cluster.leaseSeconds} s.`,
+      `${report.options.cluster.receivers} receivers + ${report.options.cluster.workers} workers, private ${STORE_NAMES[report.options.cluster.store]} and Redis, lease ${report.options.cluster.leaseSeconds} s.`,
     '',
     '## Invariants',
     '',

@@ -1,6 +1,5 @@
-import type { RowDataPacket } from 'mysql2/promise';
 import { waitFor } from '../test/support/harness.js';
-import { processingLag } from '../test/support/load.js';
+import { countEvents, processingLag } from '../test/support/load.js';
 import type { Unavailable } from '../test/support/services.js';
 import { ChaosCluster, type ClusterOptions } from './cluster.js';
 import { FaultInjector, isProcessKill, type FaultKind, type FaultRecord, type InjectorOptions } from './faults.js';
@@ -86,24 +85,24 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       await injector.run(() => simulator.progress >= simulator.events.length);
       await delivering;
       log('every event acknowledged; waiting for processing to finish');
-      await waitFor(
-        'every event processed',
-        async () => (await count(cluster, "SELECT COUNT(*) AS n FROM webhook_events WHERE status = 'processed'")) >= simulator.events.length,
-        options.drainTimeoutMs,
-      ).catch((error: Error) => log(error.message));
+      await waitFor('every event processed', async () => (await countEvents(cluster.db, 'processed')) >= simulator.events.length, options.drainTimeoutMs).catch((error: Error) =>
+        log(error.message),
+      );
       await injector.drained();
     } finally {
       clearInterval(progress);
     }
 
-    const invariants = await checkInvariants(cluster.sql, simulator, injector.faults, options.outageGraceMs);
-    const takeovers = {
-      eventsWithSeveralAttempts: await count(cluster, 'SELECT COUNT(*) AS n FROM webhook_events WHERE attempts > 1'),
-      maxAttempts: await count(cluster, 'SELECT MAX(attempts) AS n FROM webhook_events'),
-      fencedCommits: cluster.leaseLost,
-    };
+    const invariants = await checkInvariants(cluster.db, simulator, injector.faults, options.outageGraceMs);
+    const events = cluster.db.selectFrom('webhook_events');
+    const several = await events
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('attempts', '>', 1)
+      .executeTakeFirstOrThrow();
+    const most = await events.select((eb) => eb.fn.max('attempts').as('n')).executeTakeFirstOrThrow();
+    const takeovers = { eventsWithSeveralAttempts: Number(several.n), maxAttempts: Number(most.n), fencedCommits: cluster.leaseLost };
     const unexpectedExits = cluster.unexpectedExits();
-    const lag = await processingLag(cluster.sql, '');
+    const lag = await processingLag(cluster.db, '');
     return {
       seed: options.seed,
       startedAt: new Date(startedAt).toISOString(),
@@ -136,11 +135,6 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
   } finally {
     await cluster.stop();
   }
-}
-
-async function count(cluster: ChaosCluster, query: string): Promise<number> {
-  const [rows] = await cluster.sql.query<RowDataPacket[]>(query);
-  return Number(rows[0]!.n);
 }
 
 function tally(values: string[]): Record<string, number> {

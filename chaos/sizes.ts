@@ -1,6 +1,7 @@
+import type { ClusterOptions } from './cluster.js';
 import type { ChaosOptions } from './run.js';
 
-const CLUSTER = { receivers: 3, workers: 3, leaseSeconds: 2 };
+const CLUSTER: ClusterOptions = { store: 'mysql', receivers: 3, workers: 3, leaseSeconds: 2 };
 const SIMULATOR = {
   concurrency: 16,
   timeoutMs: 5000,
@@ -11,7 +12,7 @@ const SIMULATOR = {
   burstSize: 6,
 };
 
-/** Inside `npm test`: every fault kind once, ~600 events over about a minute. */
+/** Inside `npm test` (once per server store): every fault kind once, ~600 events over about a minute. */
 export const SHORT_RUN: ChaosOptions = {
   seed: 8,
   payments: 250,
@@ -22,7 +23,7 @@ export const SHORT_RUN: ChaosOptions = {
   drainTimeoutMs: 60_000,
 };
 
-/** `npm run chaos`: >= 20,000 events, >= 20 kills, several database and Redis faults. */
+/** `npm run chaos [-- --store postgres]`: >= 20,000 events, >= 20 kills, several database and Redis faults. */
 export const LONG_RUN: ChaosOptions = {
   ...SHORT_RUN,
   seed: 2026,

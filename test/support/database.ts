@@ -2,8 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Kysely } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
+import type { CoursePlatformDatabase, CoursePlatformTables } from '../../src/course-platform/schema.js';
+import { backendFor } from '../../src/db/open-database.js';
 
 /** The MySQL server the integration tests use; each test file gets a database of its own on it. */
 const MYSQL_SERVER_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
@@ -42,6 +45,14 @@ export async function createTestDatabase(backend: StoreBackendName = 'mysql'): P
 /** One database per backend, keyed by backend name, for files that run their suite on every store. */
 export async function createTestDatabases(): Promise<Record<StoreBackendName, TestDatabaseOrSkip>> {
   return { mysql: await createMysqlDatabase(), postgres: await createPostgresDatabase(), sqlite: await createSqliteDatabase() };
+}
+
+/**
+ * A test's own connections to the database the service uses, through the store's own backend (so
+ * one query serves every store): counts, invariants, row locks held on purpose. Destroy it after use.
+ */
+export function inspectDatabase(url: string, poolSize = 4): Kysely<CoursePlatformDatabase> {
+  return backendFor(url).connect(url, { poolSize }).withTables<CoursePlatformTables>();
 }
 
 function unreachable(reason: string): { skip: string } {

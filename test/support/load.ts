@@ -1,4 +1,6 @@
-import type { Connection, Pool } from 'mysql2/promise';
+import { sql, type ControlledTransaction, type Kysely } from 'kysely';
+import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
+import { fromDbTime, toDbTime, type EventStatus } from '../../src/db/schema.js';
 import { waitFor } from './harness.js';
 import { stripeDelivery, stripePaymentEvent, type Delivery } from './signing.js';
 
@@ -78,40 +80,59 @@ export function capturedPayments(prefix: string, payments: number, withCharge: n
   return events;
 }
 
-/** Counts over the whole database, for "every event processed exactly once, effects exact". */
-export async function outcomeCounts(sql: Connection) {
-  const [[row]] = (await sql.query(`
-    SELECT
-      (SELECT COUNT(*) FROM webhook_events) AS events,
-      (SELECT COUNT(*) FROM webhook_events WHERE status = 'processed') AS processed,
-      (SELECT COUNT(*) FROM webhook_events WHERE attempts <> 1) AS notExactlyOneAttempt,
-      (SELECT COUNT(*) FROM webhook_events WHERE outcome LIKE 'applied:%') AS applied,
-      (SELECT COUNT(*) FROM webhook_events WHERE outcome = 'ignored: payment already captured') AS alreadyCaptured,
-      (SELECT COUNT(*) FROM payments WHERE status = 'captured') AS payments,
-      (SELECT COUNT(*) FROM orders) AS orders,
-      (SELECT COUNT(*) FROM enrollments WHERE status = 'active') AS enrollments,
-      (SELECT COUNT(*) FROM outbox WHERE idempotency_key LIKE 'receipt:%') AS receipts
-  `)) as unknown as [[Record<string, number | string>]];
-  return Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Number(value)]));
+/**
+ * Inserts an uncommitted payments row of our own: the worker that processes this payment then waits
+ * on its own insert, caught in the middle of its business transaction, until the caller rolls back.
+ */
+export async function holdPayment(db: Kysely<CoursePlatformDatabase>, provider: string, paymentId: string): Promise<ControlledTransaction<CoursePlatformDatabase>> {
+  const held = await db.startTransaction().execute();
+  const now = toDbTime(new Date());
+  await held.insertInto('payments').values({ provider, payment_id: paymentId, status: 'created', created_at: now, updated_at: now }).execute();
+  return held;
 }
 
-export async function waitUntilAllProcessed(sql: Connection, events: number, timeoutMs: number): Promise<void> {
-  await waitFor(
-    `${events} events processed`,
-    async () => {
-      const [[row]] = (await sql.query("SELECT COUNT(*) AS n FROM webhook_events WHERE status = 'processed'")) as unknown as [[{ n: number }]];
-      return Number(row.n) >= events;
-    },
-    timeoutMs,
-  );
+/** Counts over the whole database, for "every event processed exactly once, effects exact". */
+export async function outcomeCounts(db: Kysely<CoursePlatformDatabase>): Promise<Record<string, number>> {
+  const count = (table: keyof CoursePlatformDatabase, where = sql``) => sql`(SELECT COUNT(*) FROM ${sql.table(table)} ${where})`;
+  const counts = {
+    events: count('webhook_events'),
+    processed: count('webhook_events', sql`WHERE status = 'processed'`),
+    notExactlyOneAttempt: count('webhook_events', sql`WHERE attempts <> 1`),
+    applied: count('webhook_events', sql`WHERE outcome LIKE 'applied:%'`),
+    alreadyCaptured: count('webhook_events', sql`WHERE outcome = 'ignored: payment already captured'`),
+    payments: count('payments', sql`WHERE status = 'captured'`),
+    orders: count('orders'),
+    enrollments: count('enrollments', sql`WHERE status = 'active'`),
+    receipts: count('outbox', sql`WHERE idempotency_key LIKE 'receipt:%'`),
+  };
+  const columns = Object.entries(counts).map(([name, query]) => sql`${query} AS ${sql.ref(name)}`);
+  const { rows } = await sql<Record<string, number | string>>`SELECT ${sql.join(columns)}`.execute(db);
+  return Object.fromEntries(Object.entries(rows[0]!).map(([key, value]) => [key, Number(value)]));
+}
+
+/** Events in webhook_events with the status given (all of them without). */
+export async function countEvents(db: Kysely<CoursePlatformDatabase>, status?: EventStatus): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_events')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .$if(status !== undefined, (query) => query.where('status', '=', status!))
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function waitUntilAllProcessed(db: Kysely<CoursePlatformDatabase>, events: number, timeoutMs: number): Promise<void> {
+  await waitFor(`${events} events processed`, async () => (await countEvents(db, 'processed')) >= events, timeoutMs);
 }
 
 /** Lag from receipt (row committed) to processed (business transaction committed), in ms. */
-export async function processingLag(sql: Connection | Pool, eventIdPrefix: string): Promise<{ median: number; p99: number; max: number; events: number }> {
-  const [rows] = (await sql.query('SELECT TIMESTAMPDIFF(MICROSECOND, created_at, processed_at) / 1000 AS ms FROM webhook_events WHERE event_id LIKE ? ORDER BY ms', [
-    `${eventIdPrefix}%`,
-  ])) as unknown as [Array<{ ms: string }>];
-  const lags = rows.map((r) => Number(r.ms));
+export async function processingLag(db: Kysely<CoursePlatformDatabase>, eventIdPrefix: string): Promise<{ median: number; p99: number; max: number; events: number }> {
+  const rows = await db
+    .selectFrom('webhook_events')
+    .select(['created_at', 'processed_at'])
+    .where('event_id', 'like', `${eventIdPrefix}%`)
+    .where('processed_at', 'is not', null)
+    .execute();
+  const lags = rows.map((r) => fromDbTime(r.processed_at!).getTime() - fromDbTime(r.created_at).getTime()).sort((a, b) => a - b);
   const at = (q: number) => lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]!;
   return { median: at(0.5), p99: at(0.99), max: lags.at(-1)!, events: lags.length };
 }

@@ -9,6 +9,7 @@ import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import { waitFor } from './harness.js';
 import { exitOf } from './cli.js';
+import type { StoreBackendName } from './database.js';
 import { freePort } from './processes.js';
 
 /**
@@ -157,8 +158,33 @@ export class PrivateRedis {
   }
 }
 
+/** The server stores a fault test can run on a private server of (SQLite has no server to break). */
+export const SERVER_BACKENDS = ['mysql', 'postgres'] as const satisfies readonly StoreBackendName[];
+export type ServerBackendName = (typeof SERVER_BACKENDS)[number];
+/** How test names and reports call each server store. */
+export const STORE_NAMES: Record<ServerBackendName, string> = { mysql: 'MariaDB', postgres: 'PostgreSQL' };
+
+/** What a fault test does to its private database server, whichever kind. */
+export interface PrivateDatabaseServer {
+  /** Server URL, without a database. */
+  readonly url: string;
+  startServer(): Promise<void>;
+  /** A clean shutdown, as when an operator stops the server. */
+  stopServer(): Promise<void>;
+  /** A crash: no shutdown, connections dropped; the next start recovers from the server's log. */
+  kill(): Promise<void>;
+  /** Freezes the server: connections stay open but nothing answers. */
+  pause(): void;
+  resume(): void;
+  destroy(): Promise<void>;
+}
+
+export function startPrivateDatabase(backend: ServerBackendName): Promise<PrivateDatabaseServer | Unavailable> {
+  return backend === 'mysql' ? PrivateMariadb.start() : PrivatePostgres.start();
+}
+
 /** A mariadbd of the test's own (datadir, port, socket), which the test may stop, pause and restart. */
-export class PrivateMariadb {
+export class PrivateMariadb implements PrivateDatabaseServer {
   private child: ChildProcess | undefined;
 
   private constructor(
@@ -247,7 +273,7 @@ const POSTGRES_BIN = process.env.TEST_POSTGRES_BIN ?? '/usr/lib/postgresql/15/bi
  * kill, pause and restart. Its login takes a password (scram), so a wrong one is refused. PostgreSQL
  * refuses to run as root: when the test runs as root, the server runs as the `postgres` account.
  */
-export class PrivatePostgres {
+export class PrivatePostgres implements PrivateDatabaseServer {
   static readonly PASSWORD = 'wi-private-secret';
   private child: ChildProcess | undefined;
 
@@ -281,7 +307,9 @@ export class PrivatePostgres {
   }
 
   async startServer(): Promise<void> {
-    const args = ['-D', `${this.dir}/data`, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'shared_buffers=32MB', '-c', 'max_connections=50'];
+    // Connections for a cluster of processes with a pool each (the chaos suite runs six, plus its own):
+    // running out would answer 503 where no fault is.
+    const args = ['-D', `${this.dir}/data`, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'shared_buffers=32MB', '-c', 'max_connections=200'];
     const ping = async () => {
       const client = new pg.Client({ connectionString: `${this.url}/postgres`, connectionTimeoutMillis: 1000 });
       client.on('error', () => undefined);
@@ -313,7 +341,24 @@ export class PrivatePostgres {
     await exitOf(this.child);
   }
 
+  /**
+   * Freezes the server: connections stay open but nothing answers (a hanging database). Each session
+   * is a process of its own, so the postmaster is stopped first (it forks no new one), then its children.
+   */
+  pause(): void {
+    if (this.child?.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill('SIGSTOP');
+    spawnSync('pkill', ['-STOP', '-P', String(this.child.pid)]);
+  }
+
+  resume(): void {
+    if (this.child?.exitCode !== null || this.child.signalCode !== null) return;
+    spawnSync('pkill', ['-CONT', '-P', String(this.child.pid)]);
+    this.child.kill('SIGCONT');
+  }
+
   async destroy(): Promise<void> {
+    this.resume();
     await this.kill();
     await rm(this.dir, { recursive: true, force: true });
   }
