@@ -3,13 +3,26 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
 import { paymentKey } from '../src/store/payment-leases.js';
 import { fromDbTime, toDbTime } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
-import { cpuSeconds } from './targets.js';
+import { cpuSeconds, parentPid, type BenchStore } from './targets.js';
+
+/** The database servers the bench creates its databases on. */
+export interface DatabaseServers {
+  mysqlUrl: string;
+  postgresUrl: string;
+}
+
+/** The servers of this machine (BENCH_MYSQL_URL and BENCH_POSTGRES_URL name others). */
+export const DEFAULT_SERVERS: DatabaseServers = {
+  mysqlUrl: process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
+  postgresUrl: process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432',
+};
 
 /** A database of the bench's own, migrated with the service's migrations and dropped afterwards. */
 export interface BenchDatabase {
@@ -17,18 +30,19 @@ export interface BenchDatabase {
   store: InboxStore;
   /**
    * CPU time the database server has used so far, in seconds, when it runs on this machine (a
-   * MariaDB/MySQL server reached over loopback); null otherwise, SQLite included (it runs in the
-   * service's own process).
+   * MariaDB/MySQL or PostgreSQL server reached over loopback); null otherwise, SQLite included (it
+   * runs in the service's own process).
    */
   serverCpuSeconds(): number | null;
   drop(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+const isLocal = (serverUrl: string) => LOOPBACK.has(new URL(serverUrl).hostname);
 
 /** The one mariadbd or mysqld process of this machine, when the URL points at this machine. */
-function localServerPid(mysqlServerUrl: string): number | null {
-  if (!LOOPBACK.has(new URL(mysqlServerUrl).hostname)) return null;
+function localMysqlPid(mysqlServerUrl: string): number | null {
+  if (!isLocal(mysqlServerUrl)) return null;
   const servers = readdirSync('/proc').filter((entry) => {
     if (!/^\d+$/.test(entry)) return false;
     try {
@@ -40,22 +54,80 @@ function localServerPid(mysqlServerUrl: string): number | null {
   return servers.length === 1 ? Number(servers[0]) : null;
 }
 
-export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServerUrl: string, workDir: string): Promise<BenchDatabase> {
+/**
+ * The postmaster of the PostgreSQL server the store is connected to, when it runs on this machine:
+ * the parent of the bench's own backend. Other PostgreSQL servers on the machine (tests start private
+ * ones) are not counted.
+ */
+async function localPostmasterPid(store: InboxStore, postgresServerUrl: string): Promise<number | null> {
+  if (!isLocal(postgresServerUrl)) return null;
+  const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db);
+  return parentPid(rows[0]!.pid);
+}
+
+/**
+ * A PostgreSQL server runs a process per connection: the CPU of the postmaster, of its live children
+ * (backends, WAL writer, checkpointer...) and of those it has reaped (a closed connection's backend).
+ * A child that exits between the two readings is counted in neither, which is at most one backend's
+ * short life.
+ */
+function postgresCpuSeconds(postmaster: number): number {
+  let total = cpuSeconds(postmaster, { reapedChildren: true });
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || parentPid(Number(entry)) !== postmaster) continue;
+    try {
+      total += cpuSeconds(Number(entry));
+    } catch {
+      // exited while listing
+    }
+  }
+  return total;
+}
+
+/** Runs `statement` on the PostgreSQL server's maintenance database. */
+async function onPostgresServer(postgresServerUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${postgresServerUrl.replace(/\/$/, '')}/postgres` });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createBenchDatabase(store: BenchStore, servers: DatabaseServers, workDir: string): Promise<BenchDatabase> {
   const name = `wi_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const url = store === 'mysql' ? `${mysqlServerUrl.replace(/\/$/, '')}/${name}` : `sqlite:${join(workDir, `${name}.db`)}`;
+  const url = {
+    mysql: () => `${servers.mysqlUrl.replace(/\/$/, '')}/${name}`,
+    // The store creates a missing database itself, byte-order collated as it wants it.
+    postgres: () => `${servers.postgresUrl.replace(/\/$/, '')}/${name}`,
+    sqlite: () => `sqlite:${join(workDir, `${name}.db`)}`,
+  }[store]();
   const opened = openStore(url, { poolSize: 2, clock: systemClock });
   await opened.migrate();
-  const serverPid = store === 'mysql' ? localServerPid(mysqlServerUrl) : null;
+  const serverCpuSeconds = {
+    mysql: () => {
+      const pid = localMysqlPid(servers.mysqlUrl);
+      return () => (pid === null ? null : cpuSeconds(pid));
+    },
+    postgres: async () => {
+      const postmaster = await localPostmasterPid(opened, servers.postgresUrl);
+      return () => (postmaster === null ? null : postgresCpuSeconds(postmaster));
+    },
+    sqlite: () => () => null,
+  }[store];
   return {
     url,
     store: opened,
-    serverCpuSeconds: () => (serverPid === null ? null : cpuSeconds(serverPid)),
+    serverCpuSeconds: await serverCpuSeconds(),
     async drop() {
       await opened.close();
-      if (store !== 'mysql') return;
-      const connection = await createConnection({ uri: mysqlServerUrl });
-      await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      await connection.end();
+      if (store === 'mysql') {
+        const connection = await createConnection({ uri: servers.mysqlUrl });
+        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+        await connection.end();
+      }
+      if (store === 'postgres') await onPostgresServer(servers.postgresUrl, `drop database if exists "${name}" with (force)`);
     },
   };
 }
