@@ -107,7 +107,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
       const events = Number(waiting);
 
       const countersBefore = await readServerCounters(database.url);
-      const databaseBefore = database.serverCpuSeconds();
+      const databaseBefore = await database.serverCpuSeconds();
       const started = performance.now();
       const statementFile = join(options.workDir, `statements-${options.store}-${options.repetition}.json`);
       const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${peerOn(options.store, 'backlog-worker')}-${options.repetition}`)}`] : [];
@@ -122,7 +122,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
           const seconds = (performance.now() - started) / 1000;
           worker.assertRunning();
           const serviceCpu = worker.cpuSeconds() - workerStartupCpuSec;
-          const databaseAfter = database.serverCpuSeconds();
+          const databaseAfter = await database.serverCpuSeconds();
           // The probe writes its file as the worker exits, and PostgreSQL's backends report their
           // counters when their connections close.
           await worker.stop();

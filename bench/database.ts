@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
@@ -10,7 +10,7 @@ import { paymentKey } from '../src/store/payment-leases.js';
 import { fromDbTime, toDbTime } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
-import { cpuSeconds, parentPid, type BenchStore } from './targets.js';
+import { cpuSeconds, type BenchStore } from './targets.js';
 
 /** The database servers the bench creates its databases on. */
 export interface DatabaseServers {
@@ -29,59 +29,57 @@ export interface BenchDatabase {
   url: string;
   store: InboxStore;
   /**
-   * CPU time the database server has used so far, in seconds, when it runs on this machine (a
-   * MariaDB/MySQL or PostgreSQL server reached over loopback); null otherwise, SQLite included (it
-   * runs in the service's own process).
+   * CPU time the database server has used so far for this database, in seconds, when it runs on this
+   * machine (a MariaDB/MySQL or PostgreSQL server reached over loopback); null otherwise, SQLite
+   * included (it runs in the service's own process). MariaDB's is the whole server's (one process);
+   * PostgreSQL's that of the backends serving this database (see PostgresBackendsCpu).
    */
-  serverCpuSeconds(): number | null;
+  serverCpuSeconds(): Promise<number | null>;
   drop(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const isLocal = (serverUrl: string) => LOOPBACK.has(new URL(serverUrl).hostname);
 
-/** The one mariadbd or mysqld process of this machine, when the URL points at this machine. */
-function localMysqlPid(mysqlServerUrl: string): number | null {
+/**
+ * The MariaDB/MySQL server the store is connected to, when it runs on this machine: the pid in its
+ * pid file. Other servers on the machine (tests start private ones) are not counted.
+ */
+async function localMysqlPid(store: InboxStore, mysqlServerUrl: string): Promise<number | null> {
   if (!isLocal(mysqlServerUrl)) return null;
-  const servers = readdirSync('/proc').filter((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      return ['mariadbd', 'mysqld'].includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
-    } catch {
-      return false; // exited while listing
-    }
-  });
-  return servers.length === 1 ? Number(servers[0]) : null;
-}
-
-/**
- * The postmaster of the PostgreSQL server the store is connected to, when it runs on this machine:
- * the parent of the bench's own backend. Other PostgreSQL servers on the machine (tests start private
- * ones) are not counted.
- */
-async function localPostmasterPid(store: InboxStore, postgresServerUrl: string): Promise<number | null> {
-  if (!isLocal(postgresServerUrl)) return null;
-  const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db);
-  return parentPid(rows[0]!.pid);
-}
-
-/**
- * A PostgreSQL server runs a process per connection: the CPU of the postmaster, of its live children
- * (backends, WAL writer, checkpointer...) and of those it has reaped (a closed connection's backend).
- * A child that exits between the two readings is counted in neither, which is at most one backend's
- * short life.
- */
-function postgresCpuSeconds(postmaster: number): number {
-  let total = cpuSeconds(postmaster, { reapedChildren: true });
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry) || parentPid(Number(entry)) !== postmaster) continue;
-    try {
-      total += cpuSeconds(Number(entry));
-    } catch {
-      // exited while listing
-    }
+  const { rows } = await sql<{ pidFile: string; dataDir: string }>`select @@pid_file as pidFile, @@datadir as dataDir`.execute(store.db);
+  const { pidFile, dataDir } = rows[0]!;
+  try {
+    return Number(readFileSync(isAbsolute(pidFile) ? pidFile : join(dataDir, pidFile), 'utf8').trim());
+  } catch {
+    return null; // not readable by the bench's user
   }
-  return total;
+}
+
+/**
+ * PostgreSQL runs a process per connection, and the shared server of a machine serves other clients
+ * too (other databases' tests): the CPU counted is that of the backends connected to this database,
+ * found in pg_stat_activity at each reading. A backend that has gone (a pool closed an idle
+ * connection) keeps what it had used at the last reading that saw it, so the sum never goes back;
+ * what it used after that reading is lost, which is why readings come at the start and end of steps
+ * where the pools are busy. The server's shared processes (WAL writer, checkpointer) are not counted.
+ */
+class PostgresBackendsCpu {
+  private readonly seen = new Map<number, number>();
+
+  constructor(private readonly store: InboxStore) {}
+
+  async read(): Promise<number> {
+    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(this.store.db);
+    for (const { pid } of rows) {
+      try {
+        this.seen.set(pid, cpuSeconds(pid));
+      } catch {
+        // ended since the query: keeps its last reading
+      }
+    }
+    return [...this.seen.values()].reduce((sum, cpu) => sum + cpu, 0);
+  }
 }
 
 /** Runs `statement` on the PostgreSQL server's maintenance database. */
@@ -106,15 +104,15 @@ export async function createBenchDatabase(store: BenchStore, servers: DatabaseSe
   const opened = openStore(url, { poolSize: 2, clock: systemClock });
   await opened.migrate();
   const serverCpuSeconds = {
-    mysql: () => {
-      const pid = localMysqlPid(servers.mysqlUrl);
-      return () => (pid === null ? null : cpuSeconds(pid));
+    mysql: async () => {
+      const pid = await localMysqlPid(opened, servers.mysqlUrl);
+      return async () => (pid === null ? null : cpuSeconds(pid));
     },
     postgres: async () => {
-      const postmaster = await localPostmasterPid(opened, servers.postgresUrl);
-      return () => (postmaster === null ? null : postgresCpuSeconds(postmaster));
+      const backends = new PostgresBackendsCpu(opened);
+      return async () => (isLocal(servers.postgresUrl) ? backends.read() : null);
     },
-    sqlite: () => () => null,
+    sqlite: async () => async () => null,
   }[store];
   return {
     url,

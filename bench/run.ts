@@ -80,13 +80,13 @@ async function measuredStep(
   rate?: number,
 ): Promise<Step> {
   const serviceBefore = target.cpuSeconds();
-  const databaseBefore = database.serverCpuSeconds();
+  const databaseBefore = await database.serverCpuSeconds();
   const result = await load(settings, target.url, mode, seconds, rate);
   // CPU of the service process and of the database server while the load ran, per acknowledgement.
   const perAck = (before: number | null, after: number | null) =>
     before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
-  const databaseCpuMsPerAck = perAck(databaseBefore, database.serverCpuSeconds());
+  const databaseCpuMsPerAck = perAck(databaseBefore, await database.serverCpuSeconds());
   if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);

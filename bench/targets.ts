@@ -103,28 +103,11 @@ function peakRssMb(pid: number): number {
   return line ? Math.round(Number(line[1]) / 1024) : NaN;
 }
 
-/** The fields of /proc/PID/stat after the parenthesised command name: state is [0], the parent's pid [1], utime [11]. */
-function statFields(pid: number): string[] {
+/** utime + stime from /proc/PID/stat (fields 14 and 15, after the parenthesised command name). */
+export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  return stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-}
-
-/**
- * utime + stime from /proc/PID/stat (fields 14 and 15); with `reapedChildren`, also cutime + cstime
- * (16 and 17): the CPU of children that have exited and been waited for.
- */
-export function cpuSeconds(pid: number, { reapedChildren = false } = {}): number {
-  const fields = statFields(pid).slice(11, reapedChildren ? 15 : 13);
-  return fields.reduce((sum, ticks) => sum + Number(ticks), 0) / CLOCK_TICKS_PER_SECOND;
-}
-
-/** The parent's pid of a process, from /proc/PID/stat, or null when the process is gone. */
-export function parentPid(pid: number): number | null {
-  try {
-    return Number(statFields(pid)[1]);
-  } catch {
-    return null;
-  }
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** USER_HZ: 100 on every Linux architecture Node runs on. */
