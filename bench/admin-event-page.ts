@@ -7,7 +7,7 @@ import { encodeCursor } from '../src/admin/event-list.js';
 import { createApp } from '../src/app.js';
 import { positiveIntegerOption, wholeNumberOption } from '../src/cli/context.js';
 import { loadConfig } from '../src/config/load.js';
-import { createBenchDatabase } from './database.js';
+import { createBenchDatabase, DEFAULT_SERVERS } from './database.js';
 
 /**
  * How long a page of the admin event list takes on a large webhook_events table (issue 30: a page of
@@ -21,7 +21,7 @@ import { createBenchDatabase } from './database.js';
 const options = new Command()
   .name('node --import tsx bench/admin-event-page.ts')
   .option('--store <store>', 'sqlite or mysql', 'sqlite')
-  .option('--mysql-url <url>', 'MariaDB server for --store mysql', 'mysql://root@127.0.0.1:3306')
+  .option('--mysql-url <url>', 'MariaDB server for --store mysql', DEFAULT_SERVERS.mysqlUrl)
   .option('--rows <n>', 'rows in webhook_events', wholeNumberOption(100_000_000), 5_000_000)
   .option('--samples <n>', 'requests per case', positiveIntegerOption, 30)
   .parse()
@@ -33,7 +33,7 @@ const START_EPOCH = Date.UTC(2026, 10, 1) / 1000;
 const CHUNK = 500_000;
 
 const workDir = mkdtempSync(join(tmpdir(), 'wi-admin-bench-'));
-const database = await createBenchDatabase(options.store, options.mysqlUrl, workDir);
+const database = await createBenchDatabase(options.store, { ...DEFAULT_SERVERS, mysqlUrl: options.mysqlUrl }, workDir);
 const db = database.store.db;
 const fillStarted = performance.now();
 if (options.store === 'sqlite') {

@@ -1,18 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { createBenchDatabase, drain } from './database.js';
+import { createBenchDatabase, drain, type DatabaseServers } from './database.js';
 import type { LoadResult } from './load-generator.js';
 import { countersPer, headline, readServerCounters, type ServerCounters } from './server-status.js';
 import { round } from './stats.js';
-import { startTarget, startWorker, TARGETS } from './targets.js';
+import { peerOn, startTarget, startWorker, TARGETS } from './targets.js';
 
 /**
  * What processing costs per event, apart from receiving: `events` deliveries recorded by the service
  * without workers (`serve --no-workers`), then one `webhook-inbox worker` started alone on that
  * backlog and timed until every event is processed and every outbox effect done, reading the worker's
- * CPU, MariaDB's CPU and MariaDB's statement and row counters over that window.
+ * CPU, the database server's CPU and its statement and row counters over that window (MariaDB's or
+ * PostgreSQL's, whichever `store` names).
  */
 export interface BacklogRun {
+  /** The database server the backlog was recorded on and worked off. */
+  store: 'mysql' | 'postgres';
   repetition: number;
   /** Distinct events waiting when the worker started. */
   events: number;
@@ -23,7 +26,7 @@ export interface BacklogRun {
   serviceCpuMsPerEvent: number;
   workerStartupCpuSec: number;
   databaseCpuMsPerEvent: number | null;
-  /** Server-wide counter differences per event (Com_*, Handler_*, Innodb_rows_*): see server-status.ts. */
+  /** Counter differences per event (MariaDB's Com_*, Handler_*, Innodb_rows_*; PostgreSQL's pg_*): see server-status.ts. */
   perEvent: ServerCounters;
   statementsPerEvent: number;
   rowWritesPerEvent: number;
@@ -55,9 +58,10 @@ interface ProbedStatement {
 const STATEMENT_PROBE = resolve(import.meta.dirname, 'statement-probe.mjs');
 
 export interface BacklogOptions {
+  store: 'mysql' | 'postgres';
   events: number;
   repetition: number;
-  mysqlUrl: string;
+  servers: DatabaseServers;
   workDir: string;
   logDir: string;
   drainTimeoutSec: number;
@@ -75,7 +79,7 @@ export interface BacklogOptions {
 const STARTUP_PROBE_MS = 2000;
 
 export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
-  const database = await createBenchDatabase('mysql', options.mysqlUrl, options.workDir);
+  const database = await createBenchDatabase(options.store, options.servers, options.workDir);
   const url = options.route(database.url);
   return options.holding(
     () => database.drop(),
@@ -90,7 +94,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
         },
       );
 
-      const receiver = await startTarget(TARGETS['receive-only']!, url, options.logDir, { env: options.serviceEnv });
+      const receiver = await startTarget(TARGETS[peerOn(options.store, 'receive-only')]!, url, options.logDir, { env: options.serviceEnv });
       await options.holding(
         () => receiver.stop(),
         () => options.record(receiver.url, options.events),
@@ -102,11 +106,11 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
         .executeTakeFirstOrThrow();
       const events = Number(waiting);
 
-      const countersBefore = await readServerCounters(options.mysqlUrl);
-      const databaseBefore = database.serverCpuSeconds();
+      const countersBefore = await readServerCounters(database.url);
+      const databaseBefore = await database.serverCpuSeconds();
       const started = performance.now();
-      const statementFile = join(options.workDir, `statements-${options.repetition}.json`);
-      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `backlog-worker-${options.repetition}`)}`] : [];
+      const statementFile = join(options.workDir, `statements-${options.store}-${options.repetition}.json`);
+      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${peerOn(options.store, 'backlog-worker')}-${options.repetition}`)}`] : [];
       const worker = startWorker(url, options.logDir, {
         nodeArgs: ['--import', STATEMENT_PROBE, ...profile],
         env: { ...options.serviceEnv, STATEMENT_PROBE_FILE: statementFile },
@@ -118,12 +122,13 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
           const seconds = (performance.now() - started) / 1000;
           worker.assertRunning();
           const serviceCpu = worker.cpuSeconds() - workerStartupCpuSec;
-          const databaseAfter = database.serverCpuSeconds();
-          const perEvent = countersPer(countersBefore, await readServerCounters(options.mysqlUrl), events);
+          const databaseAfter = await database.serverCpuSeconds();
+          // The probe writes its file as the worker exits, and PostgreSQL's backends report their
+          // counters when their connections close.
+          await worker.stop();
+          const perEvent = countersPer(countersBefore, await readServerCounters(database.url), events);
           const { statements: statementCount, rowWrites, rowReads, commits } = headline(perEvent);
           const perEventMs = (cpuSeconds: number) => (events === 0 ? 0 : round((cpuSeconds * 1000) / events, 3));
-          // The probe writes its file as the worker exits.
-          await worker.stop();
           const per = (value: number) => (events === 0 ? 0 : round(value / events, 3));
           const statements = (JSON.parse(readFileSync(statementFile, 'utf8')) as ProbedStatement[]).map((s) => ({
             shape: s.shape,
@@ -133,6 +138,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
             errors: s.errors,
           }));
           return {
+            store: options.store,
             repetition: options.repetition,
             events,
             drainSec: drained ? round(seconds, 1) : null,
@@ -141,7 +147,14 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
             workerStartupCpuSec: round(workerStartupCpuSec),
             databaseCpuMsPerEvent: databaseBefore === null || databaseAfter === null ? null : perEventMs(databaseAfter - databaseBefore),
             perEvent,
-            statementsPerEvent: statementCount,
+            // PostgreSQL counts statements only with pg_stat_statements; without it, the worker's own from the probe.
+            statementsPerEvent:
+              statementCount > 0
+                ? statementCount
+                : round(
+                    statements.reduce((sum, s) => sum + s.perEvent, 0),
+                    2,
+                  ),
             rowWritesPerEvent: rowWrites,
             rowReadsPerEvent: rowReads,
             commitsPerEvent: commits,

@@ -1,14 +1,14 @@
 import { createServer } from 'node:http';
-import { createPool } from 'mysql2/promise';
 import { InboxError } from '../src/errors.js';
 import { ProviderRegistry } from '../src/providers/registry.js';
 import { toDbTime } from '../src/db/schema.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
+import { openPeerDatabase, type PeerStatement } from './peer-database.js';
 
 /**
  * The floor of a durable acknowledgement: node:http, the same signature check as the service, ONE
  * autocommit INSERT IGNORE of the verified event into the same webhook_events table (same indexes),
- * then 200. No framework, no logging, no processing. Every webhook-inbox figure is quoted against it.
+ * then 200; on PostgreSQL the same INSERT with ON CONFLICT DO NOTHING. No framework, no logging, no processing. Every webhook-inbox figure is quoted against it.
  *
  * Run as a process: BENCH_DATABASE_URL names the migrated database, DB_POOL_SIZE the connections
  * (the service's default, 10), PORT where to listen. With BENCH_NO_DATABASE set it answers 200 right
@@ -19,14 +19,15 @@ const providers = new ProviderRegistry({
   razorpay: { secrets: [TEST_SECRETS.razorpay] },
   payu: { merchantKey: TEST_SECRETS.payuKey, merchantSalt: TEST_SECRETS.payuSalt },
 });
-const pool =
-  process.env.BENCH_NO_DATABASE === undefined
-    ? createPool({ uri: process.env.BENCH_DATABASE_URL, connectionLimit: Number(process.env.DB_POOL_SIZE ?? 10), charset: 'utf8mb4' })
-    : null;
+const pool = process.env.BENCH_NO_DATABASE === undefined ? openPeerDatabase(process.env.BENCH_DATABASE_URL!) : null;
 
-const INSERT = `INSERT IGNORE INTO webhook_events
-  (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)
-  VALUES (?, ?, ?, ?, ?, 'received', 0, ?, ?)`;
+const COLUMNS = `webhook_events
+  (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)`;
+const INSERT: PeerStatement = {
+  name: 'baseline_insert',
+  mysql: `INSERT IGNORE INTO ${COLUMNS} VALUES (?, ?, ?, ?, ?, 'received', 0, ?, ?)`,
+  postgres: `INSERT INTO ${COLUMNS} VALUES ($1, $2, $3, $4, $5, 'received', 0, $6, $7) ON CONFLICT DO NOTHING`,
+};
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];

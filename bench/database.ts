@@ -1,61 +1,131 @@
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
 import { paymentKey } from '../src/store/payment-leases.js';
 import { fromDbTime, toDbTime } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
-import { cpuSeconds } from './targets.js';
+import { cpuSeconds, type BenchStore } from './targets.js';
+
+/** The database servers the bench creates its databases on. */
+export interface DatabaseServers {
+  mysqlUrl: string;
+  postgresUrl: string;
+}
+
+/** The servers of this machine (BENCH_MYSQL_URL and BENCH_POSTGRES_URL name others). */
+export const DEFAULT_SERVERS: DatabaseServers = {
+  mysqlUrl: process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306',
+  postgresUrl: process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432',
+};
 
 /** A database of the bench's own, migrated with the service's migrations and dropped afterwards. */
 export interface BenchDatabase {
   url: string;
   store: InboxStore;
   /**
-   * CPU time the database server has used so far, in seconds, when it runs on this machine (a
-   * MariaDB/MySQL server reached over loopback); null otherwise, SQLite included (it runs in the
-   * service's own process).
+   * CPU time the database server has used so far for this database, in seconds, when it runs on this
+   * machine (a MariaDB/MySQL or PostgreSQL server reached over loopback); null otherwise, SQLite
+   * included (it runs in the service's own process). MariaDB's is the whole server's (one process);
+   * PostgreSQL's that of the backends serving this database (see PostgresBackendsCpu).
    */
-  serverCpuSeconds(): number | null;
+  serverCpuSeconds(): Promise<number | null>;
   drop(): Promise<void>;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+const isLocal = (serverUrl: string) => LOOPBACK.has(new URL(serverUrl).hostname);
 
-/** The one mariadbd or mysqld process of this machine, when the URL points at this machine. */
-function localServerPid(mysqlServerUrl: string): number | null {
-  if (!LOOPBACK.has(new URL(mysqlServerUrl).hostname)) return null;
-  const servers = readdirSync('/proc').filter((entry) => {
-    if (!/^\d+$/.test(entry)) return false;
-    try {
-      return ['mariadbd', 'mysqld'].includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim());
-    } catch {
-      return false; // exited while listing
-    }
-  });
-  return servers.length === 1 ? Number(servers[0]) : null;
+/**
+ * The MariaDB/MySQL server the store is connected to, when it runs on this machine: the pid in its
+ * pid file. Other servers on the machine (tests start private ones) are not counted.
+ */
+async function localMysqlPid(store: InboxStore, mysqlServerUrl: string): Promise<number | null> {
+  if (!isLocal(mysqlServerUrl)) return null;
+  const { rows } = await sql<{ pidFile: string; dataDir: string }>`select @@pid_file as pidFile, @@datadir as dataDir`.execute(store.db);
+  const { pidFile, dataDir } = rows[0]!;
+  try {
+    return Number(readFileSync(isAbsolute(pidFile) ? pidFile : join(dataDir, pidFile), 'utf8').trim());
+  } catch {
+    return null; // not readable by the bench's user
+  }
 }
 
-export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServerUrl: string, workDir: string): Promise<BenchDatabase> {
+/**
+ * PostgreSQL runs a process per connection, and the shared server of a machine serves other clients
+ * too (other databases' tests): the CPU counted is that of the backends connected to this database,
+ * found in pg_stat_activity at each reading. A backend that has gone (a pool closed an idle
+ * connection) keeps what it had used at the last reading that saw it, so the sum never goes back;
+ * what it used after that reading is lost, which is why readings come at the start and end of steps
+ * where the pools are busy. The server's shared processes (WAL writer, checkpointer) are not counted.
+ */
+class PostgresBackendsCpu {
+  private readonly seen = new Map<number, number>();
+
+  constructor(private readonly store: InboxStore) {}
+
+  async read(): Promise<number> {
+    const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(this.store.db);
+    for (const { pid } of rows) {
+      try {
+        this.seen.set(pid, cpuSeconds(pid));
+      } catch {
+        // ended since the query: keeps its last reading
+      }
+    }
+    return [...this.seen.values()].reduce((sum, cpu) => sum + cpu, 0);
+  }
+}
+
+/** Runs `statement` on the PostgreSQL server's maintenance database. */
+async function onPostgresServer(postgresServerUrl: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${postgresServerUrl.replace(/\/$/, '')}/postgres` });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function createBenchDatabase(store: BenchStore, servers: DatabaseServers, workDir: string): Promise<BenchDatabase> {
   const name = `wi_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const url = store === 'mysql' ? `${mysqlServerUrl.replace(/\/$/, '')}/${name}` : `sqlite:${join(workDir, `${name}.db`)}`;
+  const url = {
+    mysql: () => `${servers.mysqlUrl.replace(/\/$/, '')}/${name}`,
+    // The store creates a missing database itself, byte-order collated as it wants it.
+    postgres: () => `${servers.postgresUrl.replace(/\/$/, '')}/${name}`,
+    sqlite: () => `sqlite:${join(workDir, `${name}.db`)}`,
+  }[store]();
   const opened = openStore(url, { poolSize: 2, clock: systemClock });
   await opened.migrate();
-  const serverPid = store === 'mysql' ? localServerPid(mysqlServerUrl) : null;
+  const serverCpuSeconds = {
+    mysql: async () => {
+      const pid = await localMysqlPid(opened, servers.mysqlUrl);
+      return async () => (pid === null ? null : cpuSeconds(pid));
+    },
+    postgres: async () => {
+      const backends = new PostgresBackendsCpu(opened);
+      return async () => (isLocal(servers.postgresUrl) ? backends.read() : null);
+    },
+    sqlite: async () => async () => null,
+  }[store];
   return {
     url,
     store: opened,
-    serverCpuSeconds: () => (serverPid === null ? null : cpuSeconds(serverPid)),
+    serverCpuSeconds: await serverCpuSeconds(),
     async drop() {
       await opened.close();
-      if (store !== 'mysql') return;
-      const connection = await createConnection({ uri: mysqlServerUrl });
-      await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      await connection.end();
+      if (store === 'mysql') {
+        const connection = await createConnection({ uri: servers.mysqlUrl });
+        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+        await connection.end();
+      }
+      if (store === 'postgres') await onPostgresServer(servers.postgresUrl, `drop database if exists "${name}" with (force)`);
     },
   };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { positiveIntegerOption } from '../src/cli/context.js';
-import { createBenchDatabase } from './database.js';
+import { createBenchDatabase, DEFAULT_SERVERS } from './database.js';
 import { percentiles, type Percentiles } from './stats.js';
 import { buildService, startTarget, TARGETS, type RunningTarget } from './targets.js';
 import { stripeDelivery, stripePaymentEvent } from '../test/support/signing.js';
@@ -21,7 +21,7 @@ const ROOT = resolve(import.meta.dirname, '..');
 const options = new Command()
   .name('npm run bench:hostile --')
   .option('--store <store>', 'sqlite or mysql', 'sqlite')
-  .option('--mysql-url <url>', 'MariaDB server for --store mysql', 'mysql://root@127.0.0.1:3306')
+  .option('--mysql-url <url>', 'MariaDB server for --store mysql', DEFAULT_SERVERS.mysqlUrl)
   .option('--bodies <n>', 'hostile bodies sent at once', positiveIntegerOption, 16)
   .option('--bytes <n>', 'size of each hostile body', positiveIntegerOption, 1 << 20)
   .option('--path <path>', 'where the hostile bodies go', '/webhooks/payu')
@@ -96,7 +96,7 @@ const hostileBody = `{"a":${'['.repeat((options.bytes - 7) >> 1)}${']'.repeat((o
 
 async function main(): Promise<void> {
   await buildService();
-  const database = await createBenchDatabase(options.store, options.mysqlUrl, workDir);
+  const database = await createBenchDatabase(options.store, { ...DEFAULT_SERVERS, mysqlUrl: options.mysqlUrl }, workDir);
   const target = await startTarget({ ...TARGETS.background!, store: options.store }, database.url, workDir, {
     nodeArgs: ['--import', join(ROOT, 'bench/event-loop-probe.mjs')],
     env: { EVENT_LOOP_PROBE_FILE: probeFile, LOG_LEVEL: 'warn' },

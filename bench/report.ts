@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import type { BacklogRun } from './backlog.js';
 import { CAPACITY_LIMITS, type CapacityTrial } from './capacity.js';
 import { latencyChart } from './chart.js';
@@ -9,7 +10,7 @@ import type { ProcessingStats } from './database.js';
 import type { LoadResult } from './load-generator.js';
 import type { BenchSettings } from './settings.js';
 import { median, round, type Percentiles } from './stats.js';
-import { TARGETS } from './targets.js';
+import { peerOf, peerOn, TARGETS } from './targets.js';
 
 /** Medians over repetitions of a lag's p50 and p99; null when nothing was processed. */
 type LagSummary = { p50: number | null; p99: number | null } | null;
@@ -61,7 +62,7 @@ export interface TargetSummary {
   target: string;
   label: string;
   acksPerSec: number;
-  /** Median over repetitions of acks/s divided by the baseline's acks/s of the same repetition. */
+  /** Median over repetitions of acks/s divided by the acks/s of the baseline on the same server (peerOf) in the same repetition. */
   ackRatio: number | null;
   ackRatios: number[];
   latencyMs: { p50: number | null; p99: number | null; p99_9: number | null };
@@ -108,18 +109,21 @@ export interface Check {
 export interface Summary {
   targets: TargetSummary[];
   growth: Array<{ rows: number; target: string; acksPerSec: number; ratioToEmpty: number | null; latencyP99Ms: number | null }>;
-  backlog: BacklogSummary | null;
+  /** One per database server the backlog step ran on. */
+  backlog: BacklogSummary[];
+  /** ratioToNaive: against the naive handler on the same server (peerOf). */
   capacity: Array<{ target: string; label: string; capacity: number; capacities: number[]; ratioToNaive: number | null }>;
   checks: Check[];
 }
 
 /** Medians over repetitions of the backlog step (bench/backlog.ts), per processed event. */
 export interface BacklogSummary {
+  store: BacklogRun['store'];
   events: number;
   eventsPerSec: number | null;
   serviceCpuMsPerEvent: number | null;
   databaseCpuMsPerEvent: number | null;
-  /** (service + database CPU per processed event) / (the baseline's service + database CPU per acknowledgement at saturation). */
+  /** (service + database CPU per processed event) / (the same server's baseline's service + database CPU per acknowledgement at saturation). */
   cpuRatioToBaselineAck: number | null;
   statementsPerEvent: number | null;
   rowWritesPerEvent: number | null;
@@ -149,7 +153,7 @@ export function loadAverage(): number {
   return Math.round(loadavg()[0]! * 10) / 10;
 }
 
-export async function describeMachine(mysqlUrl: string, loadAtStart: number): Promise<Record<string, string | number>> {
+export async function describeMachine(settings: Pick<BenchSettings, 'mysqlUrl' | 'postgresUrl' | 'targets'>, loadAtStart: number): Promise<Record<string, string | number>> {
   const machine: Record<string, string | number> = {
     loadAverage: `${loadAtStart} at start, ${loadAverage()} at end (1-minute)`,
     cpu: `${cpus().length} x ${cpus()[0]?.model ?? 'unknown'}`,
@@ -157,13 +161,26 @@ export async function describeMachine(mysqlUrl: string, loadAtStart: number): Pr
     kernel: release(),
     node: process.version,
   };
-  const connection = await createConnection({ uri: mysqlUrl });
+  const connection = await createConnection({ uri: settings.mysqlUrl });
   try {
     const [rows] = await connection.query('SELECT VERSION() AS version, @@innodb_flush_log_at_trx_commit AS flush, @@innodb_buffer_pool_size AS pool');
     const row = (rows as Array<{ version: string; flush: number; pool: number }>)[0]!;
     machine.database = `MariaDB/MySQL ${row.version}, innodb_flush_log_at_trx_commit=${row.flush}, buffer pool ${Math.round(row.pool / 2 ** 20)} MB`;
   } finally {
     await connection.end();
+  }
+  if (settings.targets.some((name) => TARGETS[name]!.store === 'postgres')) {
+    const client = new pg.Client({ connectionString: `${settings.postgresUrl.replace(/\/$/, '')}/postgres` });
+    await client.connect();
+    try {
+      const { rows } = await client.query<Record<string, string>>(
+        `select current_setting('server_version') as version, current_setting('synchronous_commit') as sync, current_setting('shared_buffers') as buffers`,
+      );
+      const row = rows[0]!;
+      machine.postgres = `PostgreSQL ${row.version}, synchronous_commit=${row.sync}, shared_buffers ${row.buffers}`;
+    } finally {
+      await client.end();
+    }
   }
   return machine;
 }
@@ -178,15 +195,15 @@ const lagOf = (lags: Percentiles[]): LagSummary => (lags.length === 0 ? null : {
 const settledOf = (processing: ProcessingStats[]) => nullableMedian(processing.map((p) => (p.settledAfterMs === null ? null : p.settledAfterMs / 1000)));
 
 export function summarise(settings: BenchSettings, runs: TargetRun[], growth: GrowthRun[], backlog: BacklogRun[], capacity: CapacityRun[]): Summary {
-  const baselineOf = (repetition: number) => runs.find((r) => r.target === 'baseline' && r.repetition === repetition);
   const targets = settings.targets.map((name): TargetSummary => {
     const own = runs.filter((r) => r.target === name);
     const saturations = own.map((r) => r.saturation);
+    const baselineName = peerOf(name, 'baseline');
     const ackRatios =
-      name === 'baseline'
+      name === baselineName
         ? []
         : own.flatMap((r) => {
-            const baseline = baselineOf(r.repetition);
+            const baseline = runs.find((b) => b.target === baselineName && b.repetition === r.repetition);
             return baseline ? [round(r.saturation.load.acksPerSec / baseline.saturation.load.acksPerSec, 3)] : [];
           });
     const processing = processingOf(saturations);
@@ -259,16 +276,18 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       latencyP99Ms: g.step.load.latencyMs.p99,
     };
   });
-  const backlogSummary = summariseBacklog(
-    backlog,
-    targets.find((t) => t.target === 'baseline'),
+  const backlogSummary = [...new Set(backlog.map((b) => b.store))].map((store) =>
+    summariseBacklog(
+      backlog.filter((b) => b.store === store),
+      targets.find((t) => t.target === peerOn(store, 'baseline')),
+    ),
   );
-  const naive = capacity.filter((c) => c.target === 'naive');
   const capacitySummary = settings.capacityTargets.map((name) => {
     const own = capacity.filter((c) => c.target === name);
-    // Per repetition, against the naive handler's capacity of the same repetition.
+    const naiveName = peerOf(name, 'naive');
+    // Per repetition, against the capacity of the naive handler on the same server in the same repetition.
     const ratios = own.flatMap((c) => {
-      const peer = naive.find((n) => n.repetition === c.repetition);
+      const peer = capacity.find((n) => n.target === naiveName && n.repetition === c.repetition);
       return peer && peer.capacity > 0 ? [c.capacity / peer.capacity] : [];
     });
     return {
@@ -276,7 +295,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
       label: TARGETS[name]!.label,
       capacity: own.length === 0 ? 0 : round(median(own.map((c) => c.capacity)), 0),
       capacities: own.map((c) => c.capacity),
-      ratioToNaive: name === 'naive' || ratios.length === 0 ? null : round(median(ratios), 3),
+      ratioToNaive: name === naiveName || ratios.length === 0 ? null : round(median(ratios), 3),
     };
   });
   return {
@@ -288,8 +307,7 @@ export function summarise(settings: BenchSettings, runs: TargetRun[], growth: Gr
   };
 }
 
-function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undefined): BacklogSummary | null {
-  if (backlog.length === 0) return null;
+function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undefined): BacklogSummary {
   const of = (pick: (run: BacklogRun) => number | null) => nullableMedian(backlog.map(pick));
   const serviceCpuMsPerEvent = of((b) => b.serviceCpuMsPerEvent);
   const databaseCpuMsPerEvent = of((b) => b.databaseCpuMsPerEvent);
@@ -299,6 +317,7 @@ function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undef
   const perEvent = serviceCpuMsPerEvent !== null && databaseCpuMsPerEvent !== null ? serviceCpuMsPerEvent + databaseCpuMsPerEvent : null;
   const counters = [...new Set(backlog.flatMap((b) => Object.keys(b.perEvent)))].sort();
   return {
+    store: backlog[0]!.store,
     events: round(median(backlog.map((b) => b.events)), 0),
     eventsPerSec: of((b) => b.eventsPerSec),
     serviceCpuMsPerEvent,
@@ -313,36 +332,71 @@ function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undef
   };
 }
 
-function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summary['growth'], backlog: BacklogSummary | null, capacity: Summary['capacity']): Check[] {
-  const background = targets.find((t) => t.target === 'background');
-  const baseline = targets.find((t) => t.target === 'baseline');
+function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summary['growth'], backlog: BacklogSummary[], capacity: Summary['capacity']): Check[] {
   const result: Check[] = [];
-  if (background?.ackRatio != null) {
-    result.push({
-      target: 'default-mode ack throughput >= 2x baseline',
-      met: background.ackRatio >= 2,
-      measured: `${background.ackRatio}x (${background.acksPerSec} vs ${baseline?.acksPerSec} acks/s)`,
-    });
-    const lowest = Math.min(...background.ackRatios);
-    result.push({ target: 'never below 1x baseline (every repetition)', met: lowest >= 1, measured: `lowest ${lowest}x over ${background.ackRatios.length} repetition(s)` });
+  // The same targets on each server, each read against that server's baseline and naive handler.
+  for (const store of ['mysql', 'postgres'] as const) {
+    const on = (name: string) => peerOn(store, name);
+    const server = store === 'postgres' ? 'PostgreSQL: ' : '';
+    const background = targets.find((t) => t.target === on('background'));
+    const baseline = targets.find((t) => t.target === on('baseline'));
+    if (background?.ackRatio != null) {
+      result.push({
+        target: `${server}default-mode ack throughput >= 2x baseline`,
+        met: background.ackRatio >= 2,
+        measured: `${background.ackRatio}x (${background.acksPerSec} vs ${baseline?.acksPerSec} acks/s)`,
+      });
+      const lowest = Math.min(...background.ackRatios);
+      result.push({
+        target: `${server}never below 1x baseline (every repetition)`,
+        met: lowest >= 1,
+        measured: `lowest ${lowest}x over ${background.ackRatios.length} repetition(s)`,
+      });
+    }
+    const at1000 = (t: TargetSummary | undefined) => t?.paced.find((p) => p.rate === 1000);
+    if (at1000(background) && at1000(baseline)) {
+      const own = at1000(background)!.p99;
+      const floor = at1000(baseline)!.p99;
+      result.push({ target: `${server}ack p99 at 1000/s <= baseline p99`, met: own !== null && floor !== null && own <= floor, measured: `${own} ms vs baseline ${floor} ms` });
+    }
+    const keepsUp = (what: string, keepUp: number | null, processedPerSec: number | null, lag: TargetSummary['lagMs']) => {
+      if (keepUp === null || !lag) return;
+      result.push({
+        target: `${server}processing keeps up, ${what}: processed/s >= 0.95 x new events/s, lag p99 < 1 s`,
+        met: keepUp >= 0.95 && lag.p99 !== null && lag.p99 < 1000,
+        measured: `keep-up ${keepUp}, ${processedPerSec} processed/s, lag p50 ${lag.p50} / p99 ${lag.p99} ms`,
+      });
+    };
+    const sustained = background?.sustained;
+    if (sustained) keepsUp(`${settings.durationSec} s at ${sustained.rate}/s offered`, sustained.keepUp, sustained.processedPerSec, sustained.lagMs);
+    if (background) keepsUp(`${settings.durationSec} s saturation run`, background.keepUp, background.processedPerSec, background.lagMs);
+    const receiveOnly = targets.find((t) => t.target === on('receive-only'));
+    if (receiveOnly?.ackRatio != null) {
+      result.push({
+        target: `${server}receive-only ack throughput >= 2x baseline`,
+        met: receiveOnly.ackRatio >= 2,
+        measured: `${receiveOnly.ackRatio}x (${receiveOnly.acksPerSec} acks/s)`,
+      });
+    }
+    const processing = backlog.find((b) => b.store === store);
+    if (processing?.cpuRatioToBaselineAck != null) {
+      const database = store === 'postgres' ? 'PostgreSQL' : 'MariaDB';
+      result.push({
+        target: `${server}processing CPU per event (worker + ${database}, backlog step) <= 2x the baseline's CPU per acknowledgement (service + ${database})`,
+        met: processing.cpuRatioToBaselineAck <= 2,
+        measured: `${processing.cpuRatioToBaselineAck}x (${processing.serviceCpuMsPerEvent} + ${processing.databaseCpuMsPerEvent} ms per event)`,
+      });
+    }
+    const ours = capacity.find((c) => c.target === on('background'));
+    if (ours?.ratioToNaive != null) {
+      const naive = capacity.find((c) => c.target === on('naive'))!;
+      result.push({
+        target: `${server}end-to-end capacity of the default mode >= 2x the naive handler's`,
+        met: ours.ratioToNaive >= 2,
+        measured: `${ours.ratioToNaive}x (${ours.capacity}/s vs ${naive.capacity}/s)`,
+      });
+    }
   }
-  const at1000 = (t: TargetSummary | undefined) => t?.paced.find((p) => p.rate === 1000);
-  if (at1000(background) && at1000(baseline)) {
-    const own = at1000(background)!.p99;
-    const floor = at1000(baseline)!.p99;
-    result.push({ target: 'ack p99 at 1000/s <= baseline p99', met: own !== null && floor !== null && own <= floor, measured: `${own} ms vs baseline ${floor} ms` });
-  }
-  const keepsUp = (what: string, keepUp: number | null, processedPerSec: number | null, lag: TargetSummary['lagMs']) => {
-    if (keepUp === null || !lag) return;
-    result.push({
-      target: `processing keeps up, ${what}: processed/s >= 0.95 x new events/s, lag p99 < 1 s`,
-      met: keepUp >= 0.95 && lag.p99 !== null && lag.p99 < 1000,
-      measured: `keep-up ${keepUp}, ${processedPerSec} processed/s, lag p50 ${lag.p50} / p99 ${lag.p99} ms`,
-    });
-  };
-  const sustained = background?.sustained;
-  if (sustained) keepsUp(`${settings.durationSec} s at ${sustained.rate}/s offered`, sustained.keepUp, sustained.processedPerSec, sustained.lagMs);
-  if (background) keepsUp(`${settings.durationSec} s saturation run`, background.keepUp, background.processedPerSec, background.lagMs);
   const largest = growth.filter((g) => g.target === 'background').at(-1);
   if (largest?.ratioToEmpty != null) {
     result.push({
@@ -351,32 +405,12 @@ function checks(settings: BenchSettings, targets: TargetSummary[], growth: Summa
       measured: `${largest.ratioToEmpty}x (${largest.acksPerSec} acks/s)`,
     });
   }
-  const flood = background?.flood;
+  const flood = targets.find((t) => t.target === 'background')?.flood;
   if (flood) {
     result.push({
       target: `a forged flood does not starve valid deliveries (${flood.rate}/s valid during the flood): every valid one acknowledged, no forged one`,
       met: flood.validRefused === 0 && flood.forgedAccepted === 0,
       measured: `valid p99 ${flood.floodP99Ms} ms during ${flood.forgedPerSec} forged/s (${flood.quietP99Ms} ms without), ${flood.validRefused} valid refused, ${flood.forgedAccepted} forged accepted`,
-    });
-  }
-  const receiveOnly = targets.find((t) => t.target === 'receive-only');
-  if (receiveOnly?.ackRatio != null) {
-    result.push({ target: 'receive-only ack throughput >= 2x baseline', met: receiveOnly.ackRatio >= 2, measured: `${receiveOnly.ackRatio}x (${receiveOnly.acksPerSec} acks/s)` });
-  }
-  if (backlog?.cpuRatioToBaselineAck != null) {
-    result.push({
-      target: "processing CPU per event (worker + MariaDB, backlog step) <= 2x the baseline's CPU per acknowledgement (service + MariaDB)",
-      met: backlog.cpuRatioToBaselineAck <= 2,
-      measured: `${backlog.cpuRatioToBaselineAck}x (${backlog.serviceCpuMsPerEvent} + ${backlog.databaseCpuMsPerEvent} ms per event)`,
-    });
-  }
-  const ours = capacity.find((c) => c.target === 'background');
-  if (ours?.ratioToNaive != null) {
-    const naive = capacity.find((c) => c.target === 'naive')!;
-    result.push({
-      target: "end-to-end capacity of the default mode >= 2x the naive handler's",
-      met: ours.ratioToNaive >= 2,
-      measured: `${ours.ratioToNaive}x (${ours.capacity}/s vs ${naive.capacity}/s)`,
     });
   }
   const services = targets.filter((t) => TARGETS[t.target]!.kind === 'inbox' || TARGETS[t.target]!.kind === 'receiver');
@@ -398,7 +432,7 @@ function markdown(results: BenchResults): string {
     '',
     `${results.startedAt} — \`${results.command}\` — ${settings.repeat} repetition(s), medians; saturation runs ${settings.durationSec} s with ${settings.connections} connections; fixed-rate steps ${settings.pacedDurationSec} s.`,
     '',
-    `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}. The load generator runs on the same cores. Load average ${machine.loadAverage}.`,
+    `Machine: ${machine.cpu}, ${machine.memoryGb} GB, Linux ${machine.kernel}, Node ${machine.node}; ${machine.database}${machine.postgres ? `; ${machine.postgres}` : ''}. The load generator runs on the same cores. Load average ${machine.loadAverage}.`,
     ...(settings.dbLatencyMs > 0
       ? [
           '',
@@ -415,7 +449,7 @@ function markdown(results: BenchResults): string {
         `| ${t.label} | ${t.acksPerSec} | ${cell(t.ackRatio, 'x')} | ${cell(t.latencyMs.p50)} / ${cell(t.latencyMs.p99)} / ${cell(t.latencyMs.p99_9)} | ${t.non2xx} | ${cell(t.serviceCpuMsPerAck, ' ms')} | ${cell(t.databaseCpuMsPerAck, ' ms')} | ${cell(t.processedPerSec)} | ${cell(t.keepUp)} | ${lagCell(t.lagMs)} | ${cell(t.settledAfterSec)} | ${t.peakRssMb} MB |`,
     ),
     '',
-    'acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks; database CPU per ack the same for the MariaDB server (— when it runs elsewhere, or for SQLite, which runs inside the service). non-2xx counts every measured step.',
+    "acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks; database CPU per ack the same for the database server (MariaDB; for the PostgreSQL rows the backends connected to the target's database; — when it runs elsewhere, or for SQLite, which runs inside the service). x baseline: against the baseline on the same database server in the same repetition (PostgreSQL rows against the PostgreSQL baseline; SQLite against MariaDB). non-2xx counts every measured step.",
     '',
     ...sustainedSection(results),
     '## Latency against offered load (open loop, measured from the moment each request was due)',
@@ -485,30 +519,35 @@ function capacitySection(results: BenchResults): string[] {
 const STATEMENT_ROWS = 25;
 
 function backlogSection(results: BenchResults): string[] {
-  const b = results.summary.backlog;
-  if (!b) return [];
-  const counters = Object.entries(b.perEvent).filter(([name]) => name !== 'Questions');
-  return [
-    '',
-    `## Backlog: processing alone (${b.events} events recorded with \`serve --no-workers\`, then one \`worker\` alone)`,
-    '',
-    '| events/s | worker CPU per event | MariaDB CPU per event | x baseline CPU per ack | statements | row writes | row reads | commits |',
-    '|---|---|---|---|---|---|---|---|',
-    `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
-    '',
-    `Per event, from MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too): ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}.`,
-    '',
-    `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
-      b.statements.reduce((sum, s) => sum + s.perEvent, 0),
-      3,
-    )} statements per event in all.`,
-    '',
-    '| statement | per event | rows changed per event | round-trip ms per event | errors |',
-    '|---|---|---|---|---|',
-    ...b.statements
-      .slice(0, STATEMENT_ROWS)
-      .map((s) => `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`),
-  ];
+  return results.summary.backlog.flatMap((b) => {
+    const database = b.store === 'postgres' ? 'PostgreSQL' : 'MariaDB';
+    const counters = Object.entries(b.perEvent).filter(([name]) => name !== 'Questions');
+    const source =
+      b.store === 'postgres'
+        ? "PostgreSQL's pg_stat_database for the bench's database (statements from pg_stat_statements when installed, otherwise the worker's own from the statement probe)"
+        : "MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too)";
+    return [
+      '',
+      `## Backlog on ${database}: processing alone (${b.events} events recorded with \`serve --no-workers\`, then one \`worker\` alone)`,
+      '',
+      `| events/s | worker CPU per event | ${database} CPU per event | x baseline CPU per ack | statements | row writes | row reads | commits |`,
+      '|---|---|---|---|---|---|---|---|',
+      `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
+      '',
+      `Per event, from ${source}: ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}.`,
+      '',
+      `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
+        b.statements.reduce((sum, s) => sum + s.perEvent, 0),
+        3,
+      )} statements per event in all.`,
+      '',
+      '| statement | per event | rows changed per event | round-trip ms per event | errors |',
+      '|---|---|---|---|---|',
+      ...b.statements
+        .slice(0, STATEMENT_ROWS)
+        .map((s) => `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`),
+    ];
+  });
 }
 
 function sustainedSection(results: BenchResults): string[] {

@@ -80,13 +80,13 @@ async function measuredStep(
   rate?: number,
 ): Promise<Step> {
   const serviceBefore = target.cpuSeconds();
-  const databaseBefore = database.serverCpuSeconds();
+  const databaseBefore = await database.serverCpuSeconds();
   const result = await load(settings, target.url, mode, seconds, rate);
   // CPU of the service process and of the database server while the load ran, per acknowledgement.
   const perAck = (before: number | null, after: number | null) =>
     before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
-  const databaseCpuMsPerAck = perAck(databaseBefore, database.serverCpuSeconds());
+  const databaseCpuMsPerAck = perAck(databaseBefore, await database.serverCpuSeconds());
   if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
@@ -137,7 +137,7 @@ async function holding<T>(cleanup: () => Promise<void>, body: () => Promise<T>):
 type Route = (databaseUrl: string) => string;
 
 async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<TargetRun> {
-  const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
+  const database = await createBenchDatabase(spec.store, settings, workDir);
   return holding(
     () => database.drop(),
     async () => {
@@ -176,7 +176,7 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
  * the drain timeout, turned into history), so every step starts on a settled service.
  */
 async function runCapacity(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<CapacityRun> {
-  const database = await createBenchDatabase(spec.store, settings.mysqlUrl, workDir);
+  const database = await createBenchDatabase(spec.store, settings, workDir);
   return holding(
     () => database.drop(),
     async () => {
@@ -209,7 +209,7 @@ async function runCapacity(settings: BenchSettings, spec: TargetSpec, repetition
  */
 async function runGrowth(settings: BenchSettings, workDir: string, route: Route): Promise<GrowthRun[]> {
   const runs: GrowthRun[] = [];
-  const database = await createBenchDatabase('mysql', settings.mysqlUrl, workDir);
+  const database = await createBenchDatabase('mysql', settings, workDir);
   await holding(
     () => database.drop(),
     async () => {
@@ -242,6 +242,13 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
   return runs;
 }
 
+/** The backlog step runs on MariaDB, and on PostgreSQL too when a run has PostgreSQL targets. */
+export function backlogStores(settings: Pick<BenchSettings, 'backlogEvents' | 'targets' | 'capacityTargets'>): Array<'mysql' | 'postgres'> {
+  if (settings.backlogEvents === 0) return [];
+  const onPostgres = [...settings.targets, ...settings.capacityTargets].some((name) => TARGETS[name]!.store === 'postgres');
+  return onPostgres ? ['mysql', 'postgres'] : ['mysql'];
+}
+
 /** The targets' logs, next to the report of the same run, so its non-2xx and errors can be looked into. */
 const logDir = (settings: BenchSettings) => join(settings.out, 'logs');
 
@@ -263,17 +270,18 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       console.log(`repetition ${repetition} of ${settings.repeat}`);
       // Interleaved, so slow minutes on the shared machine spread over every target alike.
       for (const name of settings.targets) runs.push(await runTarget(settings, TARGETS[name]!, repetition, workDir, route));
-      if (settings.backlogEvents > 0) {
+      for (const store of backlogStores(settings)) {
         const run = await runBacklog({
+          store,
           events: settings.backlogEvents,
           repetition,
-          mysqlUrl: settings.mysqlUrl,
+          servers: settings,
           workDir,
           logDir: logDir(settings),
           drainTimeoutSec: settings.drainTimeoutSec,
           serviceEnv: settings.serviceEnv,
           profileDir: settings.profileDir,
-          route,
+          route: store === 'mysql' ? route : (url) => url,
           holding,
           record: (url, events) =>
             loadGenerators.run({
@@ -282,11 +290,11 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
               once: true,
               durationSec: 0,
               connections: settings.connections,
-              pool: { events, prefix: `b${repetition}r${process.pid}x`, seed: 1000 + repetition },
+              pool: { events, prefix: `b${store}${repetition}r${process.pid}x`, seed: 1000 + repetition },
             }),
         });
         console.log(
-          `  backlog of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, MariaDB CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent} row writes, ${run.commitsPerEvent} commits per event`,
+          `  backlog on ${store} of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, database CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent} row writes, ${run.commitsPerEvent} commits per event`,
         );
         backlog.push(run);
       }
@@ -297,7 +305,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       startedAt,
       finishedAt: new Date().toISOString(),
       command: ['npm run bench', ...(settings.argv.length > 0 ? ['--', ...settings.argv] : [])].join(' '),
-      machine: await describeMachine(settings.mysqlUrl, loadAtStart),
+      machine: await describeMachine(settings, loadAtStart),
       settings: { ...settings, out: undefined, profileDir: undefined },
       runs,
       growth,

@@ -1,24 +1,67 @@
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { round } from './stats.js';
 
 /**
- * MariaDB's server-wide counters: statements by kind (`Com_*`), handler calls (`Handler_*`: row reads,
+ * A database server's counters.
+ *
+ * MariaDB's are server-wide: statements by kind (`Com_*`), handler calls (`Handler_*`: row reads,
  * writes, updates, deletes, each index entry read) and InnoDB's row operations (`Innodb_rows_*`).
  * They count every session of the server, so another client's work in the same window shows up in
  * the differences: read them on a quiet server, or over a window long enough that it is small.
+ *
+ * PostgreSQL's are the database's own (`pg_stat_database`, prefixed `pg_`): commits, rollbacks, rows
+ * inserted, updated, deleted and fetched, blocks; and, when the pg_stat_statements extension is
+ * installed in the database (it needs the server's shared_preload_libraries), `pg_statements`, the
+ * statements run. A backend reports its counters when its transaction ends, at most once a second
+ * while busy, and when its connection closes: read them after the connections being measured closed.
  */
 export type ServerCounters = Record<string, number>;
 
 const COUNTED = /^(Com_|Handler_|Innodb_rows_|Questions$)/;
 
-export async function readServerCounters(mysqlServerUrl: string): Promise<ServerCounters> {
-  const connection = await createConnection({ uri: mysqlServerUrl });
+/** The counters of the server `databaseUrl` points at (MariaDB/MySQL or PostgreSQL, by its scheme). */
+export async function readServerCounters(databaseUrl: string): Promise<ServerCounters> {
+  if (/^postgres(ql)?:/.test(databaseUrl)) return readPostgresCounters(databaseUrl);
+  const connection = await createConnection({ uri: databaseUrl });
   try {
     const [rows] = await connection.query('SHOW GLOBAL STATUS');
     return countersOf(rows as Array<{ Variable_name: string; Value: string }>);
   } finally {
     await connection.end();
   }
+}
+
+async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<Record<string, string | null>>(
+      `select xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted, blks_read, blks_hit
+       from pg_stat_database where datname = current_database()`,
+    );
+    const { rows: extension } = await client.query(`select 1 from pg_extension where extname = 'pg_stat_statements'`);
+    const statements =
+      extension.length === 0
+        ? []
+        : (
+            await client.query<{ pg_statements: string | null }>(
+              `select sum(calls) as pg_statements from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
+            )
+          ).rows;
+    return postgresCountersOf({ ...rows[0], ...statements[0] });
+  } finally {
+    await client.end();
+  }
+}
+
+/** The numeric columns of a pg_stat_database row (and pg_stat_statements' sum), prefixed `pg_`. */
+export function postgresCountersOf(row: Record<string, string | number | null | undefined>): ServerCounters {
+  const counters: ServerCounters = {};
+  for (const [name, value] of Object.entries(row)) {
+    if (value !== null && value !== undefined && /^\d+$/.test(String(value))) counters[name.startsWith('pg_') ? name : `pg_${name}`] = Number(value);
+  }
+  return counters;
 }
 
 /** The numeric counters of interest from SHOW GLOBAL STATUS rows. */
@@ -43,14 +86,18 @@ export function countersPer(before: ServerCounters, after: ServerCounters, per: 
   return result;
 }
 
-/** The figures a per-event comparison starts from: statements, row writes, row reads, commits (autocommit statements included), all per event. */
+/**
+ * The figures a per-event comparison starts from: statements, row writes, row reads, commits
+ * (autocommit statements included), all per event, from either server's counters. On PostgreSQL
+ * without pg_stat_statements the statements are 0 here; the statement probe counts the worker's.
+ */
 export function headline(perEvent: ServerCounters): { statements: number; rowWrites: number; rowReads: number; commits: number } {
   const sum = (pattern: RegExp) => round(Object.entries(perEvent).reduce((total, [name, value]) => (pattern.test(name) ? total + value : total), 0));
   return {
     // Com_stmt_execute counts executions of prepared statements, which also count under their own Com_<kind>.
-    statements: sum(/^Com_(select|insert|insert_select|update|update_multi|delete|delete_multi|replace|replace_select)$/),
-    rowWrites: sum(/^Handler_(write|update|delete)$/),
-    rowReads: sum(/^Handler_read_/),
-    commits: sum(/^Handler_commit$/),
+    statements: sum(/^(Com_(select|insert|insert_select|update|update_multi|delete|delete_multi|replace|replace_select)|pg_statements)$/),
+    rowWrites: sum(/^(Handler_(write|update|delete)|pg_tup_(inserted|updated|deleted))$/),
+    rowReads: sum(/^(Handler_read_.*|pg_tup_fetched)$/),
+    commits: sum(/^(Handler_commit|pg_xact_commit)$/),
   };
 }

@@ -1,11 +1,12 @@
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { positiveIntegerOption } from '../src/cli/context.js';
+import { DEFAULT_SERVERS, type DatabaseServers } from './database.js';
 import { TARGETS } from './targets.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-export interface BenchSettings {
+export interface BenchSettings extends DatabaseServers {
   /** The command line, as given, so the report names the command that reproduces it. */
   argv: string[];
   quick: boolean;
@@ -25,7 +26,6 @@ export interface BenchSettings {
   /** Expected top acknowledgement rate, to size the pre-signed pool of a saturation run. */
   maxRate: number;
   drainTimeoutSec: number;
-  mysqlUrl: string;
   /** One-way delay between the targets and MariaDB, through a proxy (a database across a network); 0 for none. */
   dbLatencyMs: number;
   /** Extra environment for the webhook-inbox targets (e.g. WORKER_CONCURRENCY=8), for experiments. */
@@ -69,6 +69,8 @@ const environmentPair = (pair: string, previous: Record<string, string>) => {
   return { ...previous, [key]: value.join('=') };
 };
 
+const CAPACITY_TARGETS = ['background', 'naive', 'pg-background', 'pg-naive'];
+
 export function parseSettings(argv: string[]): BenchSettings {
   const program = new Command()
     .name('npm run bench --')
@@ -83,7 +85,11 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--connections <n>', 'concurrent connections of the load generator', positiveIntegerOption, 64)
     .option('--repeat <n>', 'repetitions; figures are medians (full: 3, quick: 1)', positiveIntegerOption)
     .option('--growth <list>', 'pre-filled rows for growth runs, or none (full: 1000000,5000000; quick: none)', list(Number))
-    .option('--targets <list>', `targets (${Object.keys(TARGETS).join(', ')}); full: all, quick: baseline,background,inline`, list(targetName))
+    .option(
+      '--targets <list>',
+      `targets (${Object.keys(TARGETS).join(', ')}); pg-* run on PostgreSQL, quoted against pg-baseline; full: all, quick: baseline,background,inline,pg-baseline,pg-background`,
+      list(targetName),
+    )
     .option(
       '--backlog <n>',
       'distinct events of the backlog step: recorded with no workers, then one worker alone is timed working them off (full: 20000, quick: 1000); 0 skips it',
@@ -91,7 +97,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     )
     .option(
       '--capacity <list>',
-      `targets whose end-to-end capacity is searched: the highest offered rate with ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s (full and quick: background,naive), or none`,
+      `targets whose end-to-end capacity is searched: the highest offered rate with ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s (full and quick: background,naive,pg-background,pg-naive), or none`,
       list(targetName),
     )
     .option('--capacity-duration <s>', 'seconds of each capacity step (full: 60, quick: 3)', positive)
@@ -99,7 +105,8 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--capacity-refine <n>', 'steps halving the gap between the highest pass and the lowest failure (full: 3, quick: 1)', count)
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 8000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
-    .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', process.env.BENCH_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306')
+    .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', DEFAULT_SERVERS.mysqlUrl)
+    .option('--postgres-url <url>', 'PostgreSQL server of the pg-* targets (the bench creates and drops its own databases)', DEFAULT_SERVERS.postgresUrl)
     .option(
       '--db-latency <ms>',
       'delay each packet between the targets and MariaDB by this much, each way, through a proxy process: a database across a network (default 0: direct)',
@@ -126,14 +133,15 @@ export function parseSettings(argv: string[]): BenchSettings {
     connections: o.connections as number,
     repeat: pick(o.repeat, 3, 1),
     growth: pick(o.growth, [1_000_000, 5_000_000], []),
-    targets: pick(o.targets, Object.keys(TARGETS), ['baseline', 'background', 'inline']),
+    targets: pick(o.targets, Object.keys(TARGETS), ['baseline', 'background', 'inline', 'pg-baseline', 'pg-background']),
     maxRate: o.maxRate as number,
     drainTimeoutSec: pick(o.drainTimeout, 120, 20),
     mysqlUrl: o.mysqlUrl as string,
+    postgresUrl: o.postgresUrl as string,
     dbLatencyMs: o.dbLatency as number,
     serviceEnv: o.serviceEnv as Record<string, string>,
     backlogEvents: pick(o.backlog, 20_000, 1_000),
-    capacityTargets: pick(o.capacity, ['background', 'naive'], ['background', 'naive']),
+    capacityTargets: pick(o.capacity, CAPACITY_TARGETS, CAPACITY_TARGETS),
     capacityDurationSec: pick(o.capacityDuration, 60, 3),
     capacityStart: pick(o.capacityStart, 250, 250),
     capacityRefine: pick(o.capacityRefine, 3, 1),

@@ -1,6 +1,7 @@
 // Preloaded into a bench process (`node --import ./bench/statement-probe.mjs`): counts every statement
-// the process sends through mysql2 (its diagnostics channels, so nothing of the service is patched), by
-// shape: literals and placeholders become `?`, a list of rows or of values becomes one. When the
+// the process sends through mysql2 (its diagnostics channels, so nothing of the service is patched) or
+// through pg (whose client's query method it wraps: pg has no such channels), by shape: literals and
+// placeholders become `?`, a list of rows or of values becomes one. When the
 // process exits, it writes to $STATEMENT_PROBE_FILE, for each shape, how many times it ran, the rows
 // it changed and the round trips' wall time (from the statement's send to its answer, waiting for the
 // connection included). The bench's backlog step reads it: the per-statement profile of processing.
@@ -8,6 +9,7 @@ import { tracingChannel } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
+import pg from 'pg';
 
 const shapes = new Map();
 
@@ -15,6 +17,7 @@ const shapes = new Map();
 export function statementShape(sql) {
   return sql
     .replace(/\s+/g, ' ')
+    .replace(/\$\d+/g, '?')
     .replace(/'(?:[^'\\]|\\.|'')*'/g, '?')
     .replace(/\b0x[0-9a-f]+\b/gi, '?')
     .replace(/(?<![\w`])-?\d+(?:\.\d+)?\b/g, '?')
@@ -26,23 +29,42 @@ export function statementShape(sql) {
     .slice(0, 400);
 }
 
+function count(sql, startedAt, error, changed) {
+  const shape = statementShape(String(sql ?? ''));
+  const entry = shapes.get(shape) ?? { count: 0, rowsChanged: 0, ms: 0, errors: 0 };
+  entry.count++;
+  entry.ms += performance.now() - startedAt;
+  if (error) entry.errors++;
+  if (typeof changed === 'number') entry.rowsChanged += changed;
+  shapes.set(shape, entry);
+}
+
 const started = new WeakMap();
 const subscriber = {
   start(context) {
     started.set(context, performance.now());
   },
   asyncEnd(context) {
-    const shape = statementShape(String(context.query ?? ''));
-    const entry = shapes.get(shape) ?? { count: 0, rowsChanged: 0, ms: 0, errors: 0 };
-    entry.count++;
-    entry.ms += performance.now() - (started.get(context) ?? performance.now());
-    if (context.error) entry.errors++;
-    const changed = context.result?.affectedRows;
-    if (typeof changed === 'number') entry.rowsChanged += changed;
-    shapes.set(shape, entry);
+    count(context.query, started.get(context) ?? performance.now(), context.error, context.result?.affectedRows);
   },
 };
 for (const name of ['mysql2:query', 'mysql2:execute']) tracingChannel(name).subscribe(subscriber);
+
+// Statements given as text or as a { text, values, name } config, answered through a promise (how
+// kysely and the service run them); a cursor or a callback goes through uncounted.
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function countedQuery(config, values, callback) {
+  const startedAt = performance.now();
+  const result = query.call(this, config, values, callback);
+  const sql = typeof config === 'string' ? config : config?.text;
+  if (typeof sql === 'string' && typeof callback !== 'function' && typeof values !== 'function' && typeof result?.then === 'function') {
+    result.then(
+      (answer) => count(sql, startedAt, null, /^\s*(insert|update|delete)/i.test(sql) ? answer?.rowCount : undefined),
+      (error) => count(sql, startedAt, error, undefined),
+    );
+  }
+  return result;
+};
 
 process.on('exit', () => {
   if (!process.env.STATEMENT_PROBE_FILE) return;

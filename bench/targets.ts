@@ -9,6 +9,9 @@ import { TEST_SECRETS } from '../test/support/signing.js';
 const ROOT = resolve(import.meta.dirname, '..');
 const run = promisify(execFile);
 
+/** The database servers a bench target can run on (SQLite runs inside the service's own process). */
+export type BenchStore = 'mysql' | 'postgres' | 'sqlite';
+
 /** A server under test: the bench's baseline, or webhook-inbox in one mode on one store. */
 export interface TargetSpec {
   name: string;
@@ -18,7 +21,7 @@ export interface TargetSpec {
    * `naive`: the hand-written peer (bench/naive-server.ts), which processes inline before answering.
    */
   kind: 'baseline' | 'inbox' | 'receiver' | 'naive';
-  store: 'mysql' | 'sqlite';
+  store: BenchStore;
   /** Extra environment for `webhook-inbox serve` (processing mode). */
   env: Record<string, string>;
   /**
@@ -29,15 +32,50 @@ export interface TargetSpec {
   noDatabase?: true;
 }
 
-export const TARGETS: Record<string, TargetSpec> = {
-  baseline: { name: 'baseline', label: 'baseline (node:http + 1 INSERT IGNORE)', kind: 'baseline', store: 'mysql', env: {} },
-  ceiling: { name: 'ceiling', label: 'ceiling (node:http + signature check, no database)', kind: 'baseline', store: 'mysql', env: {}, noDatabase: true },
-  background: { name: 'background', label: 'webhook-inbox, background (default)', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'background' } },
-  inline: { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
-  'receive-only': { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
-  sqlite: { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
-  naive: { name: 'naive', label: 'naive handler (Express + mysql2, 3 autocommit statements inline)', kind: 'naive', store: 'mysql', env: {} },
-};
+const MARIADB_TARGETS: TargetSpec[] = [
+  { name: 'baseline', label: 'baseline (node:http + 1 INSERT IGNORE)', kind: 'baseline', store: 'mysql', env: {} },
+  { name: 'ceiling', label: 'ceiling (node:http + signature check, no database)', kind: 'baseline', store: 'mysql', env: {}, noDatabase: true },
+  { name: 'background', label: 'webhook-inbox, background (default)', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'background' } },
+  { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
+  { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
+  { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
+  { name: 'naive', label: 'naive handler (Express + mysql2, 3 autocommit statements inline)', kind: 'naive', store: 'mysql', env: {} },
+];
+
+/** What the names of a server's targets start with: PostgreSQL's `pg-`, MariaDB's (and SQLite's) nothing. */
+const prefixOf = (store: BenchStore) => (store === 'postgres' ? 'pg-' : '');
+
+/** The PostgreSQL twin of a MariaDB target: the same server, run on a PostgreSQL database of its own. */
+const onPostgres = (name: string, label: string): TargetSpec => ({
+  ...MARIADB_TARGETS.find((t) => t.name === name)!,
+  name: `${prefixOf('postgres')}${name}`,
+  label,
+  store: 'postgres',
+});
+
+const POSTGRES_TARGETS: TargetSpec[] = [
+  onPostgres('baseline', 'PostgreSQL baseline (node:http + 1 INSERT ... ON CONFLICT DO NOTHING)'),
+  onPostgres('background', 'webhook-inbox, background (default), PostgreSQL'),
+  onPostgres('receive-only', 'webhook-inbox, receive only (no workers), PostgreSQL'),
+  onPostgres('naive', 'naive handler (Express + pg, 3 autocommit statements inline), PostgreSQL'),
+];
+
+/** Every target, in the order a full run measures them: MariaDB's, then PostgreSQL's. */
+export const TARGETS: Record<string, TargetSpec> = Object.fromEntries([...MARIADB_TARGETS, ...POSTGRES_TARGETS].map((spec) => [spec.name, spec]));
+
+/**
+ * The target named `peer` (`baseline` or `naive`) on the same database server as `target`: ratios are
+ * read within one server, so a PostgreSQL row is never quoted against MariaDB's baseline. SQLite,
+ * which has no server, is quoted against MariaDB's, as before there was a second server.
+ */
+export function peerOf(target: string, peer: 'baseline' | 'naive'): string {
+  return peerOn(TARGETS[target]!.store, peer);
+}
+
+/** What MariaDB's `name` (a target, `baseline` say, or a step's files) is called on `store`'s server. */
+export function peerOn(store: BenchStore, name: string): string {
+  return `${prefixOf(store)}${name}`;
+}
 
 /** Targets whose deliveries are processed (rows marked processed), so the bench measures keep-up and lag for them. */
 export const processes = (spec: TargetSpec): boolean => spec.kind === 'inbox' || spec.kind === 'naive';
@@ -67,7 +105,8 @@ function peakRssMb(pid: number): number {
 
 /** utime + stime from /proc/PID/stat (fields 14 and 15, after the parenthesised command name). */
 export function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countersOf, countersPer, headline } from '../server-status.js';
+import { countersOf, countersPer, headline, postgresCountersOf } from '../server-status.js';
 import { statementShape } from '../statement-probe.mjs';
 
 describe('server counters per event', () => {
@@ -28,6 +28,28 @@ describe('server counters per event', () => {
   });
 });
 
+describe("PostgreSQL's counters per event", () => {
+  test("keeps pg_stat_database's numeric columns (node-postgres gives bigints as strings), prefixed pg_", () => {
+    assert.deepEqual(postgresCountersOf({ xact_commit: '40', tup_inserted: '120', tup_updated: 7, blks_hit: '9', stats_reset: null, pg_statements: '300' }), {
+      pg_xact_commit: 40,
+      pg_tup_inserted: 120,
+      pg_tup_updated: 7,
+      pg_blks_hit: 9,
+      pg_statements: 300,
+    });
+  });
+
+  test("sums row writes, reads, commits and (with pg_stat_statements) statements like MariaDB's", () => {
+    const perEvent = countersPer(
+      { pg_xact_commit: 100, pg_tup_inserted: 0, pg_tup_updated: 0, pg_tup_deleted: 0, pg_tup_fetched: 0, pg_tup_returned: 0 },
+      { pg_xact_commit: 120, pg_tup_inserted: 60, pg_tup_updated: 40, pg_tup_deleted: 20, pg_tup_fetched: 100, pg_tup_returned: 900 },
+      20,
+    );
+    assert.deepEqual(headline(perEvent), { statements: 0, rowWrites: 6, rowReads: 5, commits: 1 });
+    assert.equal(headline({ ...perEvent, pg_statements: 4.5 }).statements, 4.5);
+  });
+});
+
 describe('statement shapes', () => {
   test('one shape whatever the values and however many rows, values or cases', () => {
     const shape = (rows: number) =>
@@ -38,5 +60,10 @@ describe('statement shapes', () => {
     assert.equal(shape(3), 'update `outbox` set `status` = case id when … then … end where ((`id` = ? and `lease_token` = ?) or …) and `n` in (…)');
     assert.equal(statementShape("insert into `t` (`a`, `b`)\n  values (?, 'it''s'), (3, NULL)"), 'insert into `t` (`a`, `b`) values (…), …');
     assert.notEqual(statementShape('select * from `a`'), statementShape('select * from `b`'));
+    // PostgreSQL's numbered placeholders are placeholders too.
+    const pg = (rows: number) =>
+      statementShape(`insert into "t" ("a", "b") values ${Array.from({ length: rows }, (_, i) => `($${2 * i + 1}, $${2 * i + 2})`).join(', ')} on conflict do nothing`);
+    assert.equal(pg(2), pg(12));
+    assert.equal(pg(3), 'insert into "t" ("a", "b") values (…), … on conflict do nothing');
   });
 });

@@ -19,11 +19,11 @@ describe('bench settings', () => {
   test('the backlog step and the capacity search: full and quick defaults, and what the options set', () => {
     const full = parseSettings([]);
     assert.equal(full.backlogEvents, 20_000);
-    assert.deepEqual(full.capacityTargets, ['background', 'naive']);
+    assert.deepEqual(full.capacityTargets, ['background', 'naive', 'pg-background', 'pg-naive']);
     assert.deepEqual([full.capacityDurationSec, full.capacityStart, full.capacityRefine], [60, 250, 3]);
     const quick = parse([]);
     assert.equal(quick.backlogEvents, 1_000);
-    assert.deepEqual(quick.capacityTargets, ['background', 'naive']);
+    assert.deepEqual(quick.capacityTargets, ['background', 'naive', 'pg-background', 'pg-naive']);
     assert.deepEqual([quick.capacityDurationSec, quick.capacityStart, quick.capacityRefine], [3, 250, 1]);
     const set = parse(['--backlog', '0', '--capacity', 'naive', '--capacity-duration', '30', '--capacity-start', '400', '--capacity-refine', '0']);
     assert.equal(set.backlogEvents, 0);
@@ -33,6 +33,17 @@ describe('bench settings', () => {
     assert.ok(full.targets.includes('naive'), 'a full run measures the naive handler beside the others');
   });
 
+  test('PostgreSQL targets: in the default sets, chosen by name, on the server --postgres-url names', () => {
+    const full = parseSettings([]);
+    for (const name of ['baseline', 'background', 'receive-only', 'naive', 'pg-baseline', 'pg-background', 'pg-receive-only', 'pg-naive']) {
+      assert.ok(full.targets.includes(name), `a full run measures ${name}: MariaDB and PostgreSQL rows in one run`);
+    }
+    assert.deepEqual(parse([]).targets, ['baseline', 'background', 'inline', 'pg-baseline', 'pg-background']);
+    assert.deepEqual(parse(['--targets', 'pg-baseline, pg-receive-only']).targets, ['pg-baseline', 'pg-receive-only']);
+    assert.equal(parse(['--postgres-url', 'postgres://bench@db.example:5433']).postgresUrl, 'postgres://bench@db.example:5433');
+    assert.match(parse([]).postgresUrl, /^postgres:\/\//);
+  });
+
   for (const [argv, message] of [
     [['--service-env', 'WORKER_CONCURRENCY'], /--service-env.*KEY=VALUE/],
     [['--duration', '0'], /--duration.*must be a number > 0/],
@@ -40,6 +51,7 @@ describe('bench settings', () => {
     [['--repeat', '1.5'], /--repeat.*expected a whole number from 1/],
     [['--connections', 'many'], /--connections.*expected a whole number from 1/],
     [['--targets', 'nginx'], /unknown target "nginx"/],
+    [['--targets', 'pg-inline'], /unknown target "pg-inline"/],
     [['--capacity', 'background,nginx'], /--capacity.*unknown target "nginx"/],
     [['--backlog', '1.5'], /--backlog.*must be a whole number >= 0/],
     [['--capacity-refine', '-1'], /--capacity-refine.*must be a whole number >= 0/],

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import pg from 'pg';
 import { runBench } from '../run.js';
 import { parseSettings } from '../settings.js';
 import { createTestDatabase } from '../../test/support/database.js';
@@ -12,17 +13,28 @@ import { createTestDatabase } from '../../test/support/database.js';
  * `npm run bench -- --quick` end to end at a tiny scale: targets start, the load generator runs as
  * its own process, processing is measured, the report is written. Asserts no timings.
  */
-const probe = await createTestDatabase('mysql');
-if (!('skip' in probe)) await probe.drop();
+/** Why a server's tests are skipped (it is not reachable; REQUIRE_SERVICES=1 fails instead), or false. */
+async function skipUnless(backend: 'mysql' | 'postgres'): Promise<string | false> {
+  const probe = await createTestDatabase(backend);
+  if ('skip' in probe) return probe.skip;
+  await probe.drop();
+  return false;
+}
 
-describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip }, () => {
-  let out: string;
-  after(async () => {
-    if (out) await rm(out, { recursive: true, force: true });
-  });
+/** A directory for one run's report, removed when the file's tests are done. */
+const outs: string[] = [];
+after(async () => {
+  for (const out of outs) await rm(out, { recursive: true, force: true });
+});
+const outDir = async (prefix: string) => {
+  const out = await mkdtemp(join(tmpdir(), prefix));
+  outs.push(out);
+  return out;
+};
 
+describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () => {
   test('runs every target, the forged flood, the backlog step and the capacity search, and writes results.json, report.md, latency.svg and flame graphs', async () => {
-    out = await mkdtemp(join(tmpdir(), 'wi-bench-smoke-'));
+    const out = await outDir('wi-bench-smoke-');
     const settings = parseSettings([
       '--quick',
       '--targets',
@@ -162,6 +174,66 @@ describe('benchmark quick mode (tiny)', { skip: 'skip' in probe && probe.skip },
       const profiles = files.filter((name) => name.endsWith('.cpuprofile'));
       assert.ok(profiles.length > 0, `${target}: ${files.join(', ')}`);
       for (const profile of profiles) assert.match(readFileSync(join(out, 'profiles', target, profile.replace(/cpuprofile$/, 'svg')), 'utf8'), /^<svg [\s\S]*<rect /);
+    }
+  });
+});
+
+describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') }, () => {
+  test('runs the PostgreSQL targets and backlog step, quotes them against the PostgreSQL baseline, and drops its databases', async () => {
+    const out = await outDir('wi-bench-smoke-pg-');
+    const postgresUrl = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432';
+    const settings = parseSettings([
+      '--quick',
+      '--targets',
+      'pg-baseline,pg-background,pg-receive-only,pg-naive',
+      ...['--duration', '1', '--warmup', '0', '--paced-duration', '1', '--rates', '50', '--sustained', '0', '--flood', '0'],
+      ...['--backlog', '40', '--capacity', 'none', '--connections', '4', '--max-rate', '500', '--out', out],
+      ...['--postgres-url', postgresUrl, '--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'],
+    ]);
+    const results = await runBench(settings);
+
+    const targets = results.summary.targets;
+    assert.deepEqual(
+      targets.map((t) => t.target),
+      ['pg-baseline', 'pg-background', 'pg-receive-only', 'pg-naive'],
+    );
+    for (const target of targets) {
+      assert.ok(target.acksPerSec > 0, `${target.target} acknowledged deliveries`);
+      assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
+      assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: PostgreSQL's CPU per ack is measured (it runs on this machine)`);
+    }
+    const saturation = (name: string) => results.runs.find((r) => r.target === name)!.saturation.load.acksPerSec;
+    const background = targets.find((t) => t.target === 'pg-background')!;
+    assert.equal(background.ackRatio, Math.round((saturation('pg-background') / saturation('pg-baseline')) * 1000) / 1000, 'against the PostgreSQL baseline');
+    const naive = results.runs.find((r) => r.target === 'pg-naive')!.saturation.processing!;
+    assert.ok(naive.newEvents > 0);
+    assert.equal(naive.unprocessed, 0, 'the naive handler marks each event processed before answering, on PostgreSQL too');
+    assert.match(String(results.machine.postgres), /^PostgreSQL \d+/);
+
+    assert.deepEqual(
+      results.backlog.map((b) => b.store),
+      ['postgres'],
+    );
+    const [backlog] = results.backlog;
+    assert.equal(backlog!.events, 40, 'every distinct event recorded without workers waited for the worker');
+    assert.ok(backlog!.eventsPerSec! > 0 && backlog!.databaseCpuMsPerEvent! > 0);
+    assert.ok(backlog!.perEvent.pg_xact_commit! > 0 && backlog!.rowWritesPerEvent > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
+    const shapes = backlog!.statements.map((s) => s.shape);
+    assert.ok(
+      shapes.some((shape) => shape.startsWith('update "webhook_events" set "status" = ?')),
+      `the worker's statements by shape, through pg: ${shapes.join('\n')}`,
+    );
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## Backlog on PostgreSQL: processing alone \(40 events/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| PostgreSQL baseline \(node:http \+ 1 INSERT \.\.\. ON CONFLICT DO NOTHING\) \| \d+/);
+
+    // Every database of the run was dropped.
+    const client = new pg.Client({ connectionString: `${postgresUrl}/postgres` });
+    await client.connect();
+    try {
+      const { rows } = await client.query('select datname from pg_database where datname like $1', [`wi_bench_${process.pid}_%`]);
+      assert.deepEqual(rows, []);
+    } finally {
+      await client.end();
     }
   });
 });

@@ -1,0 +1,57 @@
+import { createPool } from 'mysql2/promise';
+import pg from 'pg';
+
+/**
+ * One statement of the hand-written servers (the baseline and the naive handler), written for each
+ * server: MariaDB's `?` placeholders and INSERT IGNORE, PostgreSQL's `$n` and ON CONFLICT DO NOTHING.
+ * `name` names the PostgreSQL prepared statement: unique per text.
+ */
+export interface PeerStatement {
+  name: string;
+  mysql: string;
+  postgres: string;
+}
+
+export type PeerValue = string | number | null;
+
+/** What the hand-written servers need of a database: autocommit statements on a pool, nothing more. */
+export interface PeerDatabase {
+  /** Runs a statement prepared (mysql2's execute, a named pg statement), in autocommit. */
+  execute(statement: PeerStatement, values: PeerValue[]): Promise<void>;
+  /** Runs statements without values, unprepared (the naive handler's table). */
+  query(statement: Omit<PeerStatement, 'name'>): Promise<void>;
+  end(): Promise<void>;
+}
+
+/**
+ * A pool of DB_POOL_SIZE connections (the service's default, 10) on the database `url` names: a
+ * PostgreSQL one for postgres:// and postgresql:// URLs, a MariaDB/MySQL one otherwise. Both prepare
+ * their statements on each connection, as the service does on its acknowledgement path.
+ */
+export function openPeerDatabase(url: string): PeerDatabase {
+  const poolSize = Number(process.env.DB_POOL_SIZE ?? 10);
+  if (/^postgres(ql)?:/.test(url)) {
+    const pool = new pg.Pool({ connectionString: url, max: poolSize });
+    // A connection the server dropped while idle: the pool discards it; the next statement reconnects.
+    pool.on('error', () => {});
+    return {
+      async execute(statement, values) {
+        await pool.query({ name: statement.name, text: statement.postgres, values });
+      },
+      async query(statement) {
+        await pool.query(statement.postgres);
+      },
+      end: () => pool.end(),
+    };
+  }
+  const pool = createPool({ uri: url, connectionLimit: poolSize, charset: 'utf8mb4' });
+  return {
+    async execute(statement, values) {
+      await pool.execute(statement.mysql, values);
+    },
+    async query(statement) {
+      await pool.query(statement.mysql);
+    },
+    end: () => pool.end(),
+  };
+}
