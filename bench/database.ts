@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { createConnection } from 'mysql2/promise';
+import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
 import { paymentKey } from '../src/store/payment-leases.js';
@@ -40,22 +41,29 @@ function localServerPid(mysqlServerUrl: string): number | null {
   return servers.length === 1 ? Number(servers[0]) : null;
 }
 
-export async function createBenchDatabase(store: 'mysql' | 'sqlite', mysqlServerUrl: string, workDir: string): Promise<BenchDatabase> {
+/** `serverUrl`: the MariaDB or PostgreSQL server (no database) for those stores; unused for SQLite. */
+export async function createBenchDatabase(store: 'mysql' | 'postgres' | 'sqlite', serverUrl: string, workDir: string): Promise<BenchDatabase> {
   const name = `wi_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const url = store === 'mysql' ? `${mysqlServerUrl.replace(/\/$/, '')}/${name}` : `sqlite:${join(workDir, `${name}.db`)}`;
+  const url = store === 'sqlite' ? `sqlite:${join(workDir, `${name}.db`)}` : `${serverUrl.replace(/\/$/, '')}/${name}`;
   const opened = openStore(url, { poolSize: 2, clock: systemClock });
   await opened.migrate();
-  const serverPid = store === 'mysql' ? localServerPid(mysqlServerUrl) : null;
+  const serverPid = store === 'mysql' ? localServerPid(serverUrl) : null;
   return {
     url,
     store: opened,
     serverCpuSeconds: () => (serverPid === null ? null : cpuSeconds(serverPid)),
     async drop() {
       await opened.close();
-      if (store !== 'mysql') return;
-      const connection = await createConnection({ uri: mysqlServerUrl });
-      await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
-      await connection.end();
+      if (store === 'mysql') {
+        const connection = await createConnection({ uri: serverUrl });
+        await connection.query(`DROP DATABASE IF EXISTS \`${name}\``);
+        await connection.end();
+      } else if (store === 'postgres') {
+        const client = new pg.Client({ connectionString: serverUrl });
+        await client.connect();
+        await client.query(`DROP DATABASE IF EXISTS "${name}"`);
+        await client.end();
+      }
     },
   };
 }

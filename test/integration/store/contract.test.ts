@@ -53,6 +53,9 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0013_payment_metadata',
       '0015_outbox_ordering',
       '0016_copy_progress',
+      '0017_event_attempts',
+      '0018_bulk_replays',
+      '0019_admin_page_indexes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
