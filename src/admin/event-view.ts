@@ -82,7 +82,18 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
   }
   const headers = Object.fromEntries(Object.entries(JSON.parse(row.headers) as Record<string, string>).filter(([name]) => !SIGNATURE_HEADER.test(name)));
   const attemptLog = await attemptsOf(db, row);
+  // Pushed in the order that settles ties of one millisecond: a replay is asked before the attempt it
+  // runs, and an attempt ends before the event is processed and before the replay that ran it finishes.
   const timeline: TimelineEntry[] = [{ at: iso(row.created_at)!, until: null, what: 'received', by: null, detail: null }];
+  for (const replay of replays) {
+    timeline.push({
+      at: iso(replay.requested_at)!,
+      until: iso(replay.finished_at),
+      what: 'replay',
+      by: replay.actor,
+      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempts)`,
+    });
+  }
   for (const attempt of attemptLog) {
     timeline.push({
       at: attempt.startedAt ?? attempt.endedAt ?? iso(row.created_at)!,
@@ -94,17 +105,9 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
   }
   if (row.processed_at) timeline.push({ at: iso(row.processed_at)!, until: null, what: 'processed', by: null, detail: row.outcome });
   for (const replay of replays) {
-    timeline.push({
-      at: iso(replay.requested_at)!,
-      until: iso(replay.finished_at),
-      what: 'replay',
-      by: replay.actor,
-      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempts)`,
-    });
     if (replay.finished_at) timeline.push({ at: iso(replay.finished_at)!, until: null, what: 'replay finished', by: replay.actor, detail: replay.result });
   }
-  // Stable: entries of the same millisecond keep the order above.
-  timeline.sort((a, b) => a.at.localeCompare(b.at));
+  timeline.sort((a, b) => a.at.localeCompare(b.at)); // stable: ties keep the order above
   return {
     ...eventListItem(row),
     nextAttemptAt: iso(row.next_attempt_at),
