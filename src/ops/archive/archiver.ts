@@ -173,9 +173,7 @@ export class Archiver {
         await tx
           .deleteFrom('event_attempts')
           .where('event_row_id', 'in', ids)
-          .where(({ not, exists, selectFrom }) =>
-            not(exists(selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', 'event_attempts.event_row_id'))),
-          )
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', 'event_attempts.event_row_id'))))
           .execute();
         return events;
       });

@@ -94,7 +94,8 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
     assert.match(audit, /alice[\s\S]*operator[\s\S]*replay[\s\S]*fulfilment restored \(browser test\)/);
     assert.equal(dialogs.length, 1, 'the confirm dialog asked once');
     // The timeline: the first attempt, the replay and the attempt it ran, each with its worker and error.
-    const steps = await page.locator('table.timeline tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
+    const steps: string[][] = [];
+    for (const row of await page.locator('table.timeline tbody tr').all()) steps.push(await row.locator('td').allTextContents());
     assert.deepEqual(
       steps.map((cells) => cells[2]),
       ['received', 'attempt 1: gave up', 'replay', 'attempt 1: gave up', 'replay finished'],
