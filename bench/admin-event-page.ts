@@ -13,19 +13,21 @@ import { createBenchDatabase, DEFAULT_SERVERS } from './database.js';
  * How long a page of the admin event list takes on a large webhook_events table (issue 30: a page of
  * 50 on 5M rows within 200 ms of server time). Fills the table in the database itself (SQLite: one
  * INSERT ... SELECT from a recursive CTE; MariaDB: INSERT ... SELECT from the SEQUENCE engine's
- * seq_1_to_N, in chunks), then times GET /admin/api/events through fastify's inject (server time,
+ * seq_1_to_N, in chunks; PostgreSQL: INSERT ... SELECT from generate_series, in chunks), then times GET /admin/api/events through fastify's inject (server time,
  * no network) for the first page, a deep keyset page and each filter.
  *
- *   node --import tsx bench/admin-event-page.ts --store sqlite|mysql [--rows 5000000] [--samples 30]
+ *   node --import tsx bench/admin-event-page.ts --store sqlite|mysql|postgres [--rows 5000000] [--samples 30]
  */
 const options = new Command()
   .name('node --import tsx bench/admin-event-page.ts')
-  .option('--store <store>', 'sqlite or mysql', 'sqlite')
+  .option('--store <store>', 'sqlite, mysql or postgres', 'sqlite')
   .option('--mysql-url <url>', 'MariaDB server for --store mysql', DEFAULT_SERVERS.mysqlUrl)
+  .option('--postgres-url <url>', 'PostgreSQL server for --store postgres', DEFAULT_SERVERS.postgresUrl)
   .option('--rows <n>', 'rows in webhook_events', wholeNumberOption(100_000_000), 5_000_000)
   .option('--samples <n>', 'requests per case', positiveIntegerOption, 30)
   .parse()
-  .opts<{ store: 'sqlite' | 'mysql'; mysqlUrl: string; rows: number; samples: number }>();
+  .opts<{ store: 'sqlite' | 'mysql' | 'postgres'; mysqlUrl: string; postgresUrl: string; rows: number; samples: number }>();
+if (!['sqlite', 'mysql', 'postgres'].includes(options.store)) throw new Error(`--store: must be sqlite, mysql or postgres, not ${options.store}`);
 
 const TOKEN = 'bench-token-0123456789abcdef0123456789abcdef';
 /** Row n was received START + n/2 seconds: 5M rows span about 29 days. */
@@ -33,7 +35,7 @@ const START_EPOCH = Date.UTC(2026, 10, 1) / 1000;
 const CHUNK = 500_000;
 
 const workDir = mkdtempSync(join(tmpdir(), 'wi-admin-bench-'));
-const database = await createBenchDatabase(options.store, { ...DEFAULT_SERVERS, mysqlUrl: options.mysqlUrl }, workDir);
+const database = await createBenchDatabase(options.store, { mysqlUrl: options.mysqlUrl, postgresUrl: options.postgresUrl }, workDir);
 const db = database.store.db;
 const fillStarted = performance.now();
 if (options.store === 'sqlite') {
@@ -46,6 +48,21 @@ if (options.store === 'sqlite') {
       strftime('%Y-%m-%d %H:%M:%f', ${START_EPOCH} + n / 2.0, 'unixepoch'), strftime('%Y-%m-%d %H:%M:%f', ${START_EPOCH} + n / 2.0 + 1, 'unixepoch'),
       'pi_' || (n / 2), CASE WHEN n % 100 = 0 THEN 'handler failed' ELSE NULL END
     FROM seq`.execute(db);
+} else if (options.store === 'postgres') {
+  for (let first = 1; first <= options.rows; first += CHUNK) {
+    const last = Math.min(options.rows, first + CHUNK - 1);
+    await sql`INSERT INTO webhook_events (provider, event_id, event_type, payload, headers, status, attempts, created_at, processed_at, payment_id, last_error)
+      SELECT (ARRAY['stripe', 'razorpay', 'payu'])[1 + n % 3], 'evt_' || n,
+        (ARRAY['payment_intent.succeeded', 'charge.refunded', 'payment.captured', 'payment.failed', 'order.paid'])[1 + n % 5],
+        '{"id":"evt_' || n || '","note":"customer note ' || n || '"}', '{}',
+        CASE WHEN n % 100 = 0 THEN 'failed' ELSE 'processed' END, 1,
+        to_char(to_timestamp(${START_EPOCH} + n / 2.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+        to_char(to_timestamp(${START_EPOCH} + n / 2.0 + 1) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS'),
+        'pi_' || (n / 2), CASE WHEN n % 100 = 0 THEN 'handler failed' END
+      FROM generate_series(${first}::bigint, ${last}::bigint) AS n`.execute(db);
+    console.error(`filled ${last} rows`);
+  }
+  await sql`ANALYZE webhook_events`.execute(db);
 } else {
   for (let first = 1; first <= options.rows; first += CHUNK) {
     const last = Math.min(options.rows, first + CHUNK - 1);

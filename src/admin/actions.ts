@@ -7,26 +7,12 @@ import type { OutboxStore } from '../outbox/outbox-store.js';
 import { Replayer, replayResultText, type ReplayItem } from '../ops/replay.js';
 import type { Actor } from './access.js';
 import type { AuditLog } from './audit.js';
+import { BULK_HEARTBEAT_MS, BulkReplayJobs, type BulkReplayJob } from './bulk-replays.js';
 import { AdminInputError } from './input.js';
 import type { EventListFilter } from './event-list.js';
 
 /** At most this many events per bulk replay: a larger one is split by narrowing the filter. */
 export const BULK_REPLAY_MAX = 10_000;
-/** Bulk jobs kept for their progress to be read after they end. */
-const JOBS_KEPT = 20;
-
-export interface BulkReplayJob {
-  id: string;
-  actor: string;
-  reason: string;
-  total: number;
-  done: number;
-  counts: Record<'processed' | 'failed' | 'skipped', number>;
-  state: 'running' | 'finished' | 'cancelled' | 'error';
-  error: string | null;
-  startedAt: string;
-  finishedAt: string | null;
-}
 
 /** What a bulk replay may select: failed or processed events (others are still being worked on). */
 export type BulkFilter = Omit<EventListFilter, 'status' | 'limit' | 'after'> & { status: 'failed' | 'processed' };
@@ -38,11 +24,14 @@ export function reasonOf(value: unknown): string {
 }
 
 /**
- * The changes an operator makes through /admin: replays (one, or many by filter, run here with
- * progress and cancel), outbox retries. Each goes through the same code as the CLI and is audited.
+ * The changes an operator makes through /admin: replays (one, or many by filter, run by the process
+ * that was asked, with progress and cancel in the database for every process), outbox retries. Each
+ * goes through the same code as the CLI and is audited.
  */
 export class AdminActions {
-  private readonly jobs = new Map<string, BulkReplayJob & { cancelled: boolean }>();
+  readonly bulkJobs: BulkReplayJobs;
+  /** The bulk replays this process runs, so a shutdown can stop them. */
+  private readonly running = new Map<string, { stop: boolean; ended: Promise<void> }>();
 
   constructor(
     private readonly db: Kysely<InboxDatabase>,
@@ -51,7 +40,11 @@ export class AdminActions {
     private readonly outbox: OutboxStore,
     private readonly audit: AuditLog,
     private readonly logger: Logger,
-  ) {}
+    /** This process, as bulk_replays.runner shows it. */
+    private readonly runner: string,
+  ) {
+    this.bulkJobs = new BulkReplayJobs(db, clock);
+  }
 
   /** A dry run writes nothing but shows the payment change; a real one is audited with its result. */
   async replay(actor: Actor, id: number, dryRun: boolean, reason: string | undefined): Promise<ReplayItem> {
@@ -83,69 +76,85 @@ export class AdminActions {
   }
 
   /**
-   * Starts replaying what `filter` selects, oldest first, one event at a time. `expectedCount` is the
-   * count the operator was shown: if the selection changed since, nothing starts.
+   * Starts replaying what `filter` selects, oldest first, one event at a time, in this process.
+   * `expectedCount` is the count the operator was shown: if the selection changed since, nothing starts.
    */
   async startBulkReplay(actor: Actor, filter: BulkFilter, reason: string, expectedCount: number): Promise<BulkReplayJob> {
     const ids = await this.bulkIds(filter);
     if (ids.length > BULK_REPLAY_MAX) throw new AdminInputError('filter', `selects more than ${BULK_REPLAY_MAX} events; narrow it`);
     if (ids.length !== expectedCount) throw new AdminInputError('expectedCount', `the filter now selects ${ids.length} events, not ${expectedCount}; count again`);
-    const job = {
-      id: randomUUID(),
-      actor: actor.name,
-      reason,
-      total: ids.length,
-      done: 0,
-      counts: { processed: 0, failed: 0, skipped: 0 },
-      state: 'running' as BulkReplayJob['state'],
-      error: null as string | null,
-      startedAt: this.clock.now().toISOString(),
-      finishedAt: null as string | null,
-      cancelled: false,
-    };
-    this.jobs.set(job.id, job);
-    for (const old of [...this.jobs.keys()].slice(0, Math.max(0, this.jobs.size - JOBS_KEPT))) this.jobs.delete(old);
-    await this.audit.record(actor, 'bulk_replay_started', `bulk ${job.id}`, reason, `${ids.length} events selected`);
-    void this.runBulk(actor, job, ids, reason);
-    return this.publicJob(job);
+    const id = randomUUID();
+    await this.bulkJobs.create({ id, actor: actor.name, reason, filter, total: ids.length, runner: this.runner });
+    await this.audit.record(actor, 'bulk_replay_started', `bulk ${id}`, reason, `${ids.length} events selected`);
+    const control = { stop: false, ended: Promise.resolve() };
+    control.ended = this.runBulk(actor, id, ids, reason, control).finally(() => this.running.delete(id));
+    this.running.set(id, control);
+    return (await this.bulkJobs.find(id))!;
   }
 
-  private async runBulk(actor: Actor, job: BulkReplayJob & { cancelled: boolean }, ids: number[], reason: string): Promise<void> {
+  private async runBulk(actor: Actor, id: string, ids: number[], reason: string, control: { stop: boolean }): Promise<void> {
+    const counts = { processed: 0, failed: 0, skipped: 0 };
+    let done = 0;
+    let state: 'finished' | 'cancelled' | 'error' = 'finished';
+    let error: string | null = null;
+    // Besides the write after each event: one event's replay may outlast the interrupted threshold.
+    const heartbeat = setInterval(() => {
+      this.bulkJobs.heartbeat(id).catch((failure: unknown) => this.logger.warn({ err: failure, job: id }, 'bulk replay heartbeat not written'));
+    }, BULK_HEARTBEAT_MS);
     try {
-      for (const id of ids) {
-        if (job.cancelled) break;
-        const report = await this.replayer.runOnce({ kind: 'rows', ids: [id] }, { dryRun: false, actor: actor.name, reason });
-        for (const item of report.items) if (item.result !== 'would_replay') job.counts[item.result]++;
-        job.done++;
+      for (const eventId of ids) {
+        if (control.stop) {
+          state = 'error';
+          error = 'stopped: the serve process running it shut down';
+          break;
+        }
+        const report = await this.replayer.runOnce({ kind: 'rows', ids: [eventId] }, { dryRun: false, actor: actor.name, reason });
+        for (const item of report.items) if (item.result !== 'would_replay') counts[item.result]++;
+        done++;
+        if (await this.bulkJobs.progress(id, done, counts)) {
+          state = 'cancelled';
+          break;
+        }
       }
-      job.state = job.cancelled ? 'cancelled' : 'finished';
-    } catch (error) {
-      job.state = 'error';
-      job.error = (error as Error).message;
+    } catch (failure) {
+      state = 'error';
+      error = (failure as Error).message;
+    } finally {
+      clearInterval(heartbeat);
     }
-    job.finishedAt = this.clock.now().toISOString();
-    const { processed, failed, skipped } = job.counts;
-    await this.audit
-      .record(actor, `bulk_replay_${job.state}`, `bulk ${job.id}`, reason, `${job.done}/${job.total}: ${processed} processed, ${failed} failed, ${skipped} skipped`)
-      .catch((error: unknown) => this.logger.error({ err: error, job: job.id }, 'bulk replay ended but its audit row was not written'));
+    const { processed, failed, skipped } = counts;
+    try {
+      await this.bulkJobs.finish(id, state, error);
+      await this.audit.record(actor, `bulk_replay_${state}`, `bulk ${id}`, reason, `${done}/${ids.length}: ${processed} processed, ${failed} failed, ${skipped} skipped`);
+    } catch (failure) {
+      this.logger.error({ err: failure, job: id }, 'bulk replay ended but its end or audit row was not written');
+    }
   }
 
-  job(id: string): BulkReplayJob | null {
-    const job = this.jobs.get(id);
-    return job ? this.publicJob(job) : null;
+  job(id: string): Promise<BulkReplayJob | null> {
+    return this.bulkJobs.find(id);
   }
 
+  /** Asks the job to stop, whichever process runs it; audited when it was running. */
   async cancel(actor: Actor, id: string): Promise<BulkReplayJob | null> {
-    const job = this.jobs.get(id);
-    if (!job) return null;
-    if (job.state === 'running') {
-      job.cancelled = true;
-      await this.audit.record(actor, 'bulk_replay_cancel', `bulk ${id}`, null, `asked after ${job.done}/${job.total}`);
-    }
-    return this.publicJob(job);
+    const before = await this.bulkJobs.find(id);
+    if (!before) return null;
+    if (before.state !== 'running' && before.state !== 'interrupted') return before;
+    const job = await this.bulkJobs.requestCancel(id);
+    await this.audit.record(
+      actor,
+      'bulk_replay_cancel',
+      `bulk ${id}`,
+      null,
+      `asked after ${before.done}/${before.total}${before.state === 'interrupted' ? ' (its process had stopped)' : ''}`,
+    );
+    return job;
   }
 
-  private publicJob({ cancelled: _cancelled, ...job }: BulkReplayJob & { cancelled: boolean }): BulkReplayJob {
-    return { ...job, counts: { ...job.counts } };
+  /** Shutdown: this process's bulk replays stop after the event in hand and say why. */
+  async stop(): Promise<void> {
+    const running = [...this.running.values()];
+    for (const control of running) control.stop = true;
+    await Promise.all(running.map((control) => control.ended));
   }
 }

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { AdminSettings, OperationsSettings } from '../config/settings.js';
@@ -33,6 +34,6 @@ export class AdminDashboard {
     this.audit = new AuditLog(this.db, this.clock);
     this.outbox = new OutboxStore(this.db, this.clock);
     const replayer = new Replayer({ db: this.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: this.clock });
-    this.actions = new AdminActions(this.db, this.clock, replayer, this.outbox, this.audit, inbox.logger);
+    this.actions = new AdminActions(this.db, this.clock, replayer, this.outbox, this.audit, inbox.logger, `${hostname()}:${process.pid}`);
   }
 }

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { olderThan, type KeysetPosition } from '../db/keyset.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
 import { EVENT_STATUSES } from '../ops/event-lookup.js';
@@ -24,7 +25,7 @@ export interface EventListFilter {
   q?: string;
   limit: number;
   /** Where the previous page ended: the last row's received time and id. */
-  after?: { createdAt: DbTime; id: number };
+  after?: KeysetPosition;
 }
 
 /** One event as the list shows it (the API's `events[]`). */
@@ -72,11 +73,11 @@ export function encodeCursor(createdAt: DbTime, id: number): string {
   return Buffer.from(JSON.stringify([createdAt, id])).toString('base64url');
 }
 
-function decodeCursor(cursor: string): { createdAt: DbTime; id: number } {
+/** A `cursor` parameter as encodeCursor made it; anything else is a 400 naming it. */
+export function decodeCursor(cursor: string): KeysetPosition {
   try {
-    const [createdAt, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof createdAt === 'string' && /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/.test(createdAt) && Number.isSafeInteger(id) && (id as number) > 0)
-      return { createdAt, id: id as number };
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at === 'string' && /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/.test(at) && Number.isSafeInteger(id) && (id as number) > 0) return { at, id: id as number };
   } catch {
     // Refused below, like any other malformed cursor.
   }
@@ -125,9 +126,7 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
   if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
   if (filter.q) query = query.where(sql<boolean>`payload like ${likePattern(filter.q)} escape '!'`);
-  const after = filter.after;
-  // `created_at <=` bounds the index range; the OR only decides among rows of the boundary time.
-  if (after) query = query.where('created_at', '<=', after.createdAt).where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('id', '<', after.id)]));
+  if (filter.after) query = query.where(olderThan('created_at', filter.after));
   const rows = await query
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')

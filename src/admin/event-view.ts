@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import type { InboxDatabase } from '../db/schema.js';
+import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
+import { capped, EVENT_ATTEMPT_ERROR_MAX } from '../store/complete.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
@@ -11,9 +12,30 @@ const SIGNATURE_HEADER = /signature|^authorization$|hash/i;
 
 export interface TimelineEntry {
   at: string;
+  /** When it ended, for a step that took time (an attempt, a replay). */
+  until: string | null;
   what: string;
+  /** Who: an attempt's worker (its lease owner), a replay's actor. */
+  by: string | null;
   detail: string | null;
 }
+
+/** One processing attempt: those that did not succeed are kept in event_attempts, the others read from the event. */
+export interface AttemptView {
+  attempt: number;
+  /** The worker (lease owner), when known. */
+  owner: string | null;
+  /** Null when not known (an attempt from before these were recorded). */
+  startedAt: string | null;
+  /** Null while it runs. */
+  endedAt: string | null;
+  outcome: AttemptOutcome | 'processed' | 'running';
+  /** Cut to EVENT_ATTEMPT_ERROR_MAX characters. */
+  error: string | null;
+}
+
+/** Attempt rows read per event: retries are bounded by MAX_ATTEMPTS, and only replays add more. */
+const ATTEMPTS_SHOWN = 200;
 
 /** Everything the event detail shows (GET /admin/api/events/:id). */
 export interface EventView extends EventListItem {
@@ -25,6 +47,9 @@ export interface EventView extends EventListItem {
   /** The payload parsed and indented, or null when it is not JSON. */
   payloadPretty: string | null;
   headers: Record<string, string>;
+  /** Every attempt, oldest first. */
+  attemptLog: AttemptView[];
+  /** Received, each attempt, processed, each replay: in time order. */
   timeline: TimelineEntry[];
   replays: Array<{ actor: string; reason: string; requestedAt: string; previousStatus: string; result: string | null; finishedAt: string | null }>;
   payment: PaymentDetail['payment'];
@@ -56,14 +81,33 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
     }
   }
   const headers = Object.fromEntries(Object.entries(JSON.parse(row.headers) as Record<string, string>).filter(([name]) => !SIGNATURE_HEADER.test(name)));
-  const timeline: TimelineEntry[] = [{ at: iso(row.created_at)!, what: 'received', detail: null }];
+  const attemptLog = await attemptsOf(db, row);
+  // Pushed in the order that settles ties of one millisecond: a replay is asked before the attempt it
+  // runs, and an attempt ends before the event is processed and before the replay that ran it finishes.
+  const timeline: TimelineEntry[] = [{ at: iso(row.created_at)!, until: null, what: 'received', by: null, detail: null }];
   for (const replay of replays) {
-    timeline.push({ at: iso(replay.requested_at)!, what: `replayed by ${replay.actor}`, detail: replay.reason });
-    if (replay.finished_at) timeline.push({ at: iso(replay.finished_at)!, what: 'replay finished', detail: replay.result });
+    timeline.push({
+      at: iso(replay.requested_at)!,
+      until: iso(replay.finished_at),
+      what: 'replay',
+      by: replay.actor,
+      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempts)`,
+    });
   }
-  if (row.attempts > 0) timeline.push({ at: iso(row.processed_at ?? row.lease_expires_at ?? row.created_at)!, what: `attempt ${row.attempts} (latest)`, detail: row.last_error });
-  if (row.processed_at) timeline.push({ at: iso(row.processed_at)!, what: 'processed', detail: row.outcome });
-  timeline.sort((a, b) => a.at.localeCompare(b.at));
+  for (const attempt of attemptLog) {
+    timeline.push({
+      at: attempt.startedAt ?? attempt.endedAt ?? iso(row.created_at)!,
+      until: attempt.endedAt,
+      what: `attempt ${attempt.attempt}: ${attempt.outcome.replace('_', ' ')}`,
+      by: attempt.owner,
+      detail: attempt.error,
+    });
+  }
+  if (row.processed_at) timeline.push({ at: iso(row.processed_at)!, until: null, what: 'processed', by: null, detail: row.outcome });
+  for (const replay of replays) {
+    if (replay.finished_at) timeline.push({ at: iso(replay.finished_at)!, until: null, what: 'replay finished', by: replay.actor, detail: replay.result });
+  }
+  timeline.sort((a, b) => a.at.localeCompare(b.at)); // stable: ties keep the order above
   return {
     ...eventListItem(row),
     nextAttemptAt: iso(row.next_attempt_at),
@@ -72,6 +116,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
     payload: row.payload,
     payloadPretty: pretty(row.payload),
     headers,
+    attemptLog,
     timeline,
     replays: replays.map((r) => ({
       actor: r.actor,
@@ -85,4 +130,31 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
     outbox: payment?.outbox ?? [],
     actions,
   };
+}
+
+/**
+ * The event's attempts: those that failed or lost their lease, as event_attempts recorded them, and
+ * the latest one from the row itself when it succeeded or still runs (those are never written apart).
+ */
+async function attemptsOf(db: Kysely<InboxDatabase>, row: Selectable<WebhookEventsTable>): Promise<AttemptView[]> {
+  const rows = await db.selectFrom('event_attempts').selectAll().where('event_row_id', '=', row.id).orderBy('id').limit(ATTEMPTS_SHOWN).execute();
+  const attempts: AttemptView[] = rows.map((a) => ({
+    attempt: a.attempt,
+    owner: a.owner,
+    startedAt: iso(a.started_at),
+    endedAt: iso(a.ended_at),
+    outcome: a.outcome,
+    error: a.error === null ? null : capped(a.error, EVENT_ATTEMPT_ERROR_MAX),
+  }));
+  if (row.attempts > 0 && (row.status === 'processed' || row.status === 'processing')) {
+    attempts.push({
+      attempt: row.attempts,
+      owner: row.lease_owner,
+      startedAt: iso(row.claimed_at),
+      endedAt: row.status === 'processed' ? iso(row.processed_at) : null,
+      outcome: row.status === 'processed' ? 'processed' : 'running',
+      error: null,
+    });
+  }
+  return attempts;
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Migration, RawBuilder } from 'kysely';
+import { PostgresAdapter, type Kysely, type Migration, type RawBuilder } from 'kysely';
 import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 
 /** The column types that differ between SQL dialects; each store backend supplies its own. */
@@ -288,6 +288,68 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .addColumn('updated_at', types.timestamp, (c) => c.notNull())
           .addUniqueConstraint('uq_copy_progress_source_table', ['source', 'table_name'])
           .execute();
+      },
+    },
+    // Attempts that did not succeed, one row each, written only where a failure or a lost lease is
+    // written anyway; the attempt that succeeds is read from the event row (claimed_at, processed_at),
+    // so processing an event costs no more statements than before.
+    '0017_event_attempts': {
+      async up(db) {
+        // Set by the claim's own UPDATE: when the current (or last) attempt started.
+        await db.schema.alterTable('webhook_events').addColumn('claimed_at', types.timestamp).execute();
+        await table(db.schema, 'event_attempts')
+          .addColumn('event_row_id', types.bigint, (c) => c.notNull())
+          .addColumn('attempt', 'integer', (c) => c.notNull())
+          .addColumn('owner', types.key)
+          .addColumn('outcome', types.shortText, (c) => c.notNull())
+          .addColumn('error', types.longText)
+          .addColumn('started_at', types.timestamp)
+          .addColumn('ended_at', types.timestamp, (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('ix_event_attempts_event').on('event_attempts').columns(['event_row_id', 'id']).execute();
+      },
+    },
+    // Bulk replays run in one serve process and are read and cancelled from any: their progress, the
+    // cancel request and the runner's heartbeat live here, not in a process's memory.
+    '0018_bulk_replays': {
+      async up(db) {
+        await table(db.schema, 'bulk_replays')
+          .addColumn('job_key', types.key, (c) => c.notNull())
+          .addColumn('actor', types.key, (c) => c.notNull())
+          .addColumn('reason', types.longText, (c) => c.notNull())
+          .addColumn('filter', types.longText, (c) => c.notNull())
+          .addColumn('total', 'integer', (c) => c.notNull())
+          .addColumn('done', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('processed', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('failed', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('skipped', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('state', types.shortText, (c) => c.notNull())
+          .addColumn('error', types.longText)
+          .addColumn('cancel_requested', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('runner', types.key, (c) => c.notNull())
+          .addColumn('heartbeat_at', types.timestamp, (c) => c.notNull())
+          .addColumn('started_at', types.timestamp, (c) => c.notNull())
+          .addColumn('finished_at', types.timestamp)
+          .addUniqueConstraint('uq_bulk_replays_job_key', ['job_key'])
+          .execute();
+        await db.schema.createIndex('ix_bulk_replays_started').on('bulk_replays').columns(['started_at', 'id']).execute();
+      },
+    },
+    '0019_admin_page_indexes': {
+      async up(db) {
+        // The dashboard pages through runs newest first by (started_at, id), of all providers or one.
+        await db.schema.createIndex('ix_reconcile_runs_started').on('reconcile_runs').columns(['started_at', 'id']).execute();
+        await db.schema.createIndex('ix_reconcile_runs_provider_started').on('reconcile_runs').columns(['provider', 'started_at', 'id']).execute();
+        // PostgreSQL prices an index scan by its first column's correlation with the table order, cut
+        // for an index of several columns: on (created_at, id) a time window's range looked dearer than
+        // reading the whole table, and a text search in a 24-hour window read all of it. On
+        // (created_at) alone the range is priced as the ordered read it is; rows of one time are put
+        // in id order by an incremental sort of those few rows. MariaDB and SQLite keep (created_at,
+        // id): their secondary indexes end in the primary key anyway, so they lose nothing.
+        if (db.getExecutor().adapter instanceof PostgresAdapter) {
+          await db.schema.createIndex('ix_webhook_events_created_at').on('webhook_events').column('created_at').execute();
+          await db.schema.dropIndex('ix_webhook_events_created').execute();
+        }
       },
     },
     // Jobs every serve process schedules (stuck check, provider alerts) run once per tick across them

@@ -38,6 +38,59 @@ export interface WebhookEventsTable {
   payment_id: string | null;
   /** How the event came in: a provider's delivery, or reconciliation with the provider's API. */
   source: Generated<EventSource>;
+  /** When the current or last attempt was claimed (set by the claim itself); NULL before the first. */
+  claimed_at: Generated<DbTime | null>;
+}
+
+/** How an attempt that did not process its event ended. */
+export type AttemptOutcome = 'failed' | 'gave_up' | 'lease_expired';
+
+/**
+ * One attempt at an event that did not succeed: written with the failure, or by the claim that took
+ * over an expired lease. At most one per claim, so an event has as many as its attempts allowed.
+ */
+export interface EventAttemptsTable {
+  id: Generated<number>;
+  event_row_id: number;
+  /** The event's attempt count at the time (1 for the first; a replay starts counting again). */
+  attempt: number;
+  /** lease_owner of the worker (host:pid:...), when known. */
+  owner: string | null;
+  outcome: AttemptOutcome;
+  /** The error, cut to EVENT_ATTEMPT_ERROR_MAX characters. */
+  error: string | null;
+  /** NULL when the claim time is not known (an attempt from before migration 0017). */
+  started_at: DbTime | null;
+  /** The failure's time, or the expiry of the lease that was lost. */
+  ended_at: DbTime;
+}
+
+export type BulkReplayState = 'running' | 'finished' | 'cancelled' | 'error';
+
+/** One bulk replay by filter: progress and cancel request, shared by every serve process. */
+export interface BulkReplaysTable {
+  id: Generated<number>;
+  /** The job's public id (a UUID). */
+  job_key: string;
+  actor: string;
+  reason: string;
+  /** The filter as JSON. */
+  filter: string;
+  total: number;
+  done: number;
+  processed: number;
+  failed: number;
+  skipped: number;
+  state: BulkReplayState;
+  error: string | null;
+  /** 1 once an operator asked it to stop: the runner stops after the event in hand. */
+  cancel_requested: number;
+  /** The process running it (host:pid). */
+  runner: string;
+  /** Written by the runner after each event and on a timer: an old one means the runner died. */
+  heartbeat_at: DbTime;
+  started_at: DbTime;
+  finished_at: DbTime | null;
 }
 
 /**
@@ -239,6 +292,8 @@ export interface InboxDatabase {
   outbox: OutboxTable;
   payment_leases: PaymentLeasesTable;
   event_replays: EventReplaysTable;
+  event_attempts: EventAttemptsTable;
+  bulk_replays: BulkReplaysTable;
   archived_event_keys: ArchivedEventKeysTable;
   delivery_stats: DeliveryStatsTable;
   rejected_deliveries: RejectedDeliveriesTable;

@@ -1,7 +1,7 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import { caseWhen } from '../db/sql-case.js';
 import { newLease } from '../db/lease.js';
-import { fromDbTime, toDbTime, type DbTime, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import { fromDbTime, toDbTime, type DbTime, type EventAttemptsTable, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { ProviderName } from '../model/delivery.js';
 import type { ClaimedEvent, Lease, PaymentRef } from './inbox-store.js';
 import { paymentKey, wherePayments } from './payment-leases.js';
@@ -81,7 +81,7 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     }
     const updated = await tx
       .updateTable('webhook_events')
-      .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), ...columns }))
+      .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), claimed_at: nowDb, ...columns }))
       .where((eb) => eb.or(events.map((row) => eb.and([eb('id', '=', row.id), eb('attempts', '=', row.attempts)]))))
       .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
       .executeTakeFirst();
@@ -108,13 +108,16 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
           .execute();
       }
     }
+    // Only a takeover writes here, never an ordinary claim: the attempt whose lease expired.
+    const abandoned = events.filter((row) => row.status === 'processing');
+    if (abandoned.length > 0) await tx.insertInto('event_attempts').values(abandoned.map(expiredAttempt)).execute();
     return events;
   });
 
   return new Map(
     claimed.map((row): [number, ClaimedEvent] => {
       const attempts = row.attempts + 1;
-      const lease: Lease = { id: row.id, owner, token, expiresAt, attempts, payment: paymentOf(row) };
+      const lease: Lease = { id: row.id, owner, token, expiresAt, claimedAt: now, attempts, payment: paymentOf(row) };
       const stored = readStored(row);
       return [
         row.id,
@@ -137,6 +140,19 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
       ];
     }),
   );
+}
+
+/** The attempt a takeover ends, as read before the claim: its holder's lease ran out. */
+function expiredAttempt(row: EventRow): Insertable<EventAttemptsTable> {
+  return {
+    event_row_id: row.id,
+    attempt: row.attempts,
+    owner: row.lease_owner,
+    outcome: 'lease_expired',
+    error: null,
+    started_at: row.claimed_at,
+    ended_at: row.lease_expires_at ?? row.next_attempt_at!,
+  };
 }
 
 /**

@@ -121,11 +121,20 @@ export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: Co
   });
 }
 
+/** An attempt's error as event_attempts keeps it: errors can quote payload text, so their size is bounded. */
+export const EVENT_ATTEMPT_ERROR_MAX = 2000;
+
+/** `text` cut to `max` characters, saying so. */
+export function capped(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
 /**
  * A failed attempt: the event is `failed` with its error and next attempt (none when `retryAt` is
- * null), and its payment is free; only while the lease still holds it. True when it did.
+ * null), its payment is free, and the attempt is kept in event_attempts; only while the lease still
+ * holds it. True when it did. `now`: the failure's time.
  */
-export async function failAttempt(db: Kysely<InboxDatabase>, lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
+export async function failAttempt(db: Kysely<InboxDatabase>, lease: Lease, error: string, retryAt: Date | null, now: Date): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
     await releasePaymentLeases(tx, [lease]);
     const result = await tx
@@ -135,6 +144,19 @@ export async function failAttempt(db: Kysely<InboxDatabase>, lease: Lease, error
       .where('lease_token', '=', lease.token)
       .where('status', '=', 'processing')
       .executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+    if (result.numUpdatedRows !== 1n) return false;
+    await tx
+      .insertInto('event_attempts')
+      .values({
+        event_row_id: lease.id,
+        attempt: lease.attempts,
+        owner: lease.owner,
+        outcome: retryAt ? 'failed' : 'gave_up',
+        error: capped(error, EVENT_ATTEMPT_ERROR_MAX),
+        started_at: toDbTime(lease.claimedAt),
+        ended_at: toDbTime(now),
+      })
+      .execute();
+    return true;
   });
 }

@@ -32,6 +32,8 @@ export interface Lease {
   owner: string;
   token: string;
   expiresAt: Date;
+  /** When this attempt was claimed (its start, as event_attempts records it if it fails). */
+  claimedAt: Date;
   /** Attempts including this one. */
   attempts: number;
   /** The payment whose lease is held too (events of one payment never run at the same time). */

@@ -113,7 +113,7 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
-    return this.errors.withConflictRetries(() => failAttempt(this.db, lease, error, retryAt));
+    return this.errors.withConflictRetries(() => failAttempt(this.db, lease, error, retryAt, this.clock.now()));
   }
 
   dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {

@@ -23,16 +23,35 @@ export const HOSTILE = {
   url: 'javascript:window.__pwned = 3',
 };
 
+/** What the admin service's capture handler does, set by the tests as they go. */
+export interface AdminServiceState {
+  /** Every capture fails. */
+  failing: boolean;
+  /** Captures of these payments fail this many more times (with markup in the error, which must show as text). */
+  failures: Map<string, number>;
+  /** Each capture takes this long first (a bulk replay that runs long enough to be cancelled). */
+  delayMs: number;
+}
+
+/** A payment's event that fails its first attempts (see AdminServiceState.failures). */
+export const FLAKY_ERROR = /^Error: <b>fulfilment<\/b> timed out \(test, \d left\)$/;
+
 /**
- * A service with the admin on, a capture handler that fails while `state.failing` is set, and
- * events: `paid` stripe payments (one with hostile metadata) that processed, `failing` ones failed.
+ * A service with the admin on, a capture handler that fails as `state` says, and events: `paid`
+ * stripe payments (one with hostile metadata) that processed, `failing` ones failed.
  */
-export async function startAdminService(url: string, counts: { paid: number; failing: number }, prefix: string): Promise<{ service: Harness; state: { failing: boolean } }> {
-  const state = { failing: false };
+export async function startAdminService(url: string, counts: { paid: number; failing: number }, prefix: string): Promise<{ service: Harness; state: AdminServiceState }> {
+  const state: AdminServiceState = { failing: false, failures: new Map(), delayMs: 0 };
   const handlers: PaymentHandlers = {
     captured: [
-      async () => {
+      async ({ payment }) => {
+        if (state.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
         if (state.failing) throw new Error('fulfilment backend down (test)');
+        const left = state.failures.get(payment.payment_id) ?? 0;
+        if (left > 0) {
+          state.failures.set(payment.payment_id, left - 1);
+          throw new Error(`<b>fulfilment</b> timed out (test, ${left} left)`);
+        }
       },
     ],
   };

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { createApp, type InboxOptions } from '../../src/app.js';
+import { createApp, type AppOptions } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { type Config } from '../../src/config/settings.js';
@@ -70,7 +70,7 @@ export class Harness {
     readonly url: string,
   ) {}
 
-  static async start(databaseUrl: string, env: Record<string, string> = {}, options: InboxOptions = {}): Promise<Harness> {
+  static async start(databaseUrl: string, env: Record<string, string> = {}, options: AppOptions = {}): Promise<Harness> {
     const clock = new TestClock();
     const { app, inbox } = await createApp(testConfig(databaseUrl, env), { clock, ...options });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });

@@ -2,17 +2,32 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { mayChange, type Actor } from '../../admin/access.js';
 import { reasonOf, type BulkFilter } from '../../admin/actions.js';
 import type { AdminDashboard } from '../../admin/dashboard.js';
-import { listEvents, parseEventFilter } from '../../admin/event-list.js';
+import { decodeCursor, encodeCursor, listEvents, parseEventFilter } from '../../admin/event-list.js';
 import { eventView } from '../../admin/event-view.js';
 import { AdminInputError, integer, oneOf, rowId, text, type Query } from '../../admin/input.js';
 import { overview, recentRejections } from '../../admin/overview.js';
-import type { OutboxStatus } from '../../db/schema.js';
+import { toDbTime, type OutboxStatus } from '../../db/schema.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
 import { paymentDetail } from '../../ops/payment-detail.js';
+import { ReconcileRuns } from '../../ops/reconcile/runs.js';
 import { findStuck } from '../../ops/stuck.js';
 
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
+/** Bulk replays listed on the failed-and-stuck screen and by GET /admin/api/bulk-replays. */
+export const BULK_JOBS_SHOWN = 20;
+const RECONCILE_PAGE = { min: 1, max: 200, fallback: 50 };
+
+/** One page of reconcile runs, newest first, from `provider`, `limit` and `cursor` (the API's and the page's). */
+export async function reconcileRunPage(dashboard: AdminDashboard, query: Query) {
+  const provider = oneOf(query, 'provider', PROVIDER_NAMES);
+  const limit = integer(query, 'limit', RECONCILE_PAGE);
+  const cursor = text(query, 'cursor', 300);
+  const rows = await new ReconcileRuns(dashboard.db, dashboard.clock).history(limit + 1, provider, cursor === undefined ? undefined : decodeCursor(cursor));
+  const runs = rows.slice(0, limit);
+  const last = runs.at(-1);
+  return { provider, runs, nextCursor: rows.length > limit && last ? encodeCursor(toDbTime(last.startedAt), last.id) : null };
+}
 
 const tag = (summary: string, extra: Record<string, unknown> = {}) => ({ schema: { tags: ['admin'], summary, ...extra } });
 const stringProps = (...names: string[]) => ({ type: 'object', properties: Object.fromEntries(names.map((name) => [name, { type: 'string' }])) });
@@ -125,17 +140,25 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     return reply.code(202).send(await actions.startBulkReplay(actorOf(request), bulkFilterOf(body, clock.now()), reasonOf(body.reason), expected));
   });
 
-  app.get('/admin/api/bulk-replays/:id', tag('Progress of a bulk replay (kept by the process that runs it)'), async (request, reply) => {
-    return actions.job((request.params as { id: string }).id) ?? reply.code(404).send({ error: 'not_found', message: 'no such bulk replay on this process' });
+  app.get('/admin/api/bulk-replays', tag('The latest bulk replays, newest first'), async () => ({ jobs: await actions.bulkJobs.recent(BULK_JOBS_SHOWN) }));
+
+  app.get('/admin/api/bulk-replays/:id', tag('Progress of a bulk replay, from any serve process (interrupted: its process stopped)'), async (request, reply) => {
+    return (await actions.job((request.params as { id: string }).id)) ?? reply.code(404).send({ error: 'not_found', message: 'no such bulk replay' });
   });
 
-  app.post('/admin/api/bulk-replays/:id/cancel', tag('Stop a bulk replay after the event in hand'), async (request, reply) => {
+  app.post('/admin/api/bulk-replays/:id/cancel', tag('Stop a bulk replay after the event in hand, whichever process runs it'), async (request, reply) => {
     if (!requireOperator(request, reply)) return reply;
-    return (
-      (await actions.cancel(actorOf(request), (request.params as { id: string }).id)) ??
-      reply.code(404).send({ error: 'not_found', message: 'no such bulk replay on this process' })
-    );
+    return (await actions.cancel(actorOf(request), (request.params as { id: string }).id)) ?? reply.code(404).send({ error: 'not_found', message: 'no such bulk replay' });
   });
+
+  app.get(
+    '/admin/api/reconcile/runs',
+    tag('Reconcile runs, newest first, by keyset (as `webhook-inbox reconcile --history`)', { querystring: stringProps('provider', 'limit', 'cursor') }),
+    async (request) => {
+      const { runs, nextCursor } = await reconcileRunPage(dashboard, request.query as Query);
+      return { runs, nextCursor };
+    },
+  );
 
   app.get('/admin/api/rejections', tag('The most recent refused deliveries (never a body or signature)', { querystring: stringProps('limit') }), async (request) => ({
     rejections: await recentRejections(db, integer(request.query as Query, 'limit', { min: 1, max: 1000, fallback: 100 })),

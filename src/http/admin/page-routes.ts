@@ -11,7 +11,7 @@ import { paymentDetail } from '../../ops/payment-detail.js';
 import { findStuck } from '../../ops/stuck.js';
 import { headerValue } from '../../providers/headers.js';
 import { csrfOf, SESSION_COOKIE } from './session.js';
-import { actorOf, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES } from './api-routes.js';
+import { actorOf, BULK_JOBS_SHOWN, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES, reconcileRunPage } from './api-routes.js';
 import { reasonOf } from '../../admin/actions.js';
 import * as pages from './pages.js';
 
@@ -101,7 +101,9 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     }
   });
 
-  app.get('/admin/problems', async (request, reply) => send(reply, pages.problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds))));
+  app.get('/admin/problems', async (request, reply) =>
+    send(reply, pages.problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds), await actions.bulkJobs.recent(BULK_JOBS_SHOWN))),
+  );
 
   const bulkFields = (body: Query) => Object.fromEntries(['status', 'provider', 'type', 'from', 'to'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']));
 
@@ -121,8 +123,8 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.get('/admin/bulk-replay/:id', async (request, reply) => {
-    const job = actions.job((request.params as { id: string }).id);
-    return job ? send(reply, pages.bulkJobPage(context(request), job)) : send(reply, pages.errorPage(context(request), 404, 'No such bulk replay on this process.'), 404);
+    const job = await actions.job((request.params as { id: string }).id);
+    return job ? send(reply, pages.bulkJobPage(context(request), job)) : send(reply, pages.errorPage(context(request), 404, 'No such bulk replay.'), 404);
   });
 
   app.post('/admin/bulk-replay/:id/cancel', async (request, reply) => {
@@ -148,6 +150,13 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.get('/admin/rejections', async (request, reply) => {
     return send(reply, pages.rejectionsPage(context(request), await recentRejections(db, 200)));
+  });
+
+  app.get('/admin/reconcile', async (request, reply) => {
+    const query = request.query as Query;
+    const page = await reconcileRunPage(dashboard, query);
+    const next = page.nextCursor ? `/admin/reconcile?${new URLSearchParams({ ...(page.provider ? { provider: page.provider } : {}), cursor: page.nextCursor }).toString()}` : null;
+    return send(reply, pages.reconcilePage(context(request), page.runs, page.provider, next));
   });
 
   app.get('/admin/audit', async (request, reply) => send(reply, pages.auditPage(context(request), await audit.recent(200))));

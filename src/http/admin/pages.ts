@@ -1,15 +1,17 @@
 import type { Actor } from '../../admin/access.js';
-import type { BulkReplayJob } from '../../admin/actions.js';
+import type { BulkReplayJob } from '../../admin/bulk-replays.js';
 import type { AdminAction } from '../../admin/audit.js';
 import { eventListItem, type EventListFilter, type EventPage } from '../../admin/event-list.js';
 import type { EventView } from '../../admin/event-view.js';
+import type { ReconcileRun } from '../../ops/reconcile/runs.js';
 import type { Overview } from '../../admin/overview.js';
 import type { OutboxEntry } from '../../outbox/outbox-store.js';
 import type { PaymentDetail } from '../../ops/payment-detail.js';
 import type { ReplayItem } from '../../ops/replay.js';
 import type { StuckReport } from '../../ops/stuck.js';
+import { capped, EVENT_ATTEMPT_ERROR_MAX } from '../../store/complete.js';
 import { lineChart } from './charts.js';
-import { html, path, type SafeHtml } from './html.js';
+import { html, path, table, type Column, type SafeHtml } from './html.js';
 
 /** What every signed-in page knows: who is looking, and the token its forms carry. */
 export interface PageContext {
@@ -32,7 +34,7 @@ export function document(title: string, body: SafeHtml, context: PageContext | n
         <span class="brand">webhook-inbox</span>
         <nav>
           <a href="/admin">Overview</a><a href="/admin/events">Events</a><a href="/admin/problems">Failed &amp; stuck</a><a href="/admin/outbox">Outbox</a
-          ><a href="/admin/rejections">Rejected</a><a href="/admin/audit">Audit</a>
+          ><a href="/admin/rejections">Rejected</a><a href="/admin/reconcile">Reconcile</a><a href="/admin/audit">Audit</a>
         </nav>
         <span class="who"
           >${context.actor.name}
@@ -137,32 +139,18 @@ export function overviewPage(context: PageContext, overview: Overview): string {
 }
 
 export function rejectionsTable(rows: Overview['recentRejections']): SafeHtml {
-  if (rows.length === 0) return html`<p>None.</p>`;
-  return html`<table>
-    <thead>
-      <tr>
-        <th>At</th>
-        <th>Provider</th>
-        <th>Status</th>
-        <th>Reason</th>
-        <th>Remote address</th>
-        <th>Body bytes</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${rows.map(
-        (r) =>
-          html`<tr>
-            <td>${time(r.at)}</td>
-            <td>${r.provider}</td>
-            <td>${r.statusCode}</td>
-            <td class="mono">${r.reason}</td>
-            <td>${r.remoteAddress ?? ''}</td>
-            <td>${r.bodyBytes ?? ''}</td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return table(
+    [
+      ['At', (r) => time(r.at)],
+      ['Provider', (r) => r.provider],
+      ['Status', (r) => r.statusCode],
+      ['Reason', (r) => r.reason, 'mono'],
+      ['Remote address', (r) => r.remoteAddress ?? ''],
+      ['Body bytes', (r) => r.bodyBytes ?? ''],
+    ],
+    rows,
+    { empty: 'None.' },
+  );
 }
 
 export function rejectionsPage(context: PageContext, rows: Overview['recentRejections']): string {
@@ -180,36 +168,20 @@ function option(value: string, selected: string | undefined, label = value): Saf
 }
 
 export function eventsTable(events: EventPage['events']): SafeHtml {
-  if (events.length === 0) return html`<p>No events match.</p>`;
-  return html`<table>
-    <thead>
-      <tr>
-        <th>Id</th>
-        <th>Received</th>
-        <th>Provider</th>
-        <th>Event id</th>
-        <th>Type</th>
-        <th>Status</th>
-        <th>Attempts</th>
-        <th>Payment</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${events.map(
-        (e) =>
-          html`<tr>
-            <td><a href="${path`/admin/events/${e.id}`}">${e.id}</a></td>
-            <td>${time(e.receivedAt)}</td>
-            <td>${e.provider}</td>
-            <td class="mono">${e.eventId}</td>
-            <td class="mono">${e.type}</td>
-            <td>${statusCell(e.status)}</td>
-            <td>${e.attempts}</td>
-            <td class="mono">${e.paymentId ? html`<a href="${path`/admin/payments/${e.provider}/${e.paymentId}`}">${e.paymentId}</a>` : ''}</td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return table(
+    [
+      ['Id', (e) => html`<a href="${path`/admin/events/${e.id}`}">${e.id}</a>`],
+      ['Received', (e) => time(e.receivedAt)],
+      ['Provider', (e) => e.provider],
+      ['Event id', (e) => e.eventId, 'mono'],
+      ['Type', (e) => e.type, 'mono'],
+      ['Status', (e) => statusCell(e.status)],
+      ['Attempts', (e) => e.attempts],
+      ['Payment', (e) => (e.paymentId ? html`<a href="${path`/admin/payments/${e.provider}/${e.paymentId}`}">${e.paymentId}</a>` : ''), 'mono'],
+    ],
+    events,
+    { empty: 'No events match.' },
+  );
 }
 
 export function eventsPage(context: PageContext, query: Record<string, string>, filter: EventListFilter, page: EventPage): string {
@@ -248,45 +220,29 @@ function facts(entries: Array<[string, SafeHtml | string | number | null]>): Saf
 }
 
 export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml {
-  if (rows.length === 0) return html`<p>No outbox rows.</p>`;
   const operator = context.actor.role === 'operator';
-  return html`<table>
-    <thead>
-      <tr>
-        <th>Id</th>
-        <th>Kind</th>
-        <th>Key</th>
-        <th>Status</th>
-        <th>Attempts</th>
-        <th>Last error / outcome</th>
-        <th>Written</th>
-        <th></th>
-      </tr>
-    </thead>
-    <tbody>
-      ${rows.map(
+  return table(
+    [
+      ['Id', (row) => row.id],
+      ['Kind', (row) => row.kind],
+      ['Key', (row) => row.idempotencyKey, 'mono'],
+      ['Status', (row) => statusCell(row.status)],
+      ['Attempts', (row) => row.attempts],
+      ['Last error / outcome', (row) => row.lastError ?? row.outcome ?? '', 'mono'],
+      ['Written', (row) => time(row.createdAt)],
+      [
+        '',
         (row) =>
-          html`<tr>
-            <td>${row.id}</td>
-            <td>${row.kind}</td>
-            <td class="mono">${row.idempotencyKey}</td>
-            <td>${statusCell(row.status)}</td>
-            <td>${row.attempts}</td>
-            <td class="mono">${row.lastError ?? row.outcome ?? ''}</td>
-            <td>${time(row.createdAt)}</td>
-            <td>
-              ${
-                operator && (row.status === 'failed' || row.status === 'skipped')
-                  ? html`<form class="inline" method="post" action="${path`/admin/outbox/${row.id}/retry`}" data-confirm="Send this outbox row again?">
-                      ${csrfField(context)}<input name="reason" placeholder="reason" required /><button type="submit">Retry</button>
-                    </form>`
-                  : ''
-              }
-            </td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+          operator && (row.status === 'failed' || row.status === 'skipped')
+            ? html`<form class="inline" method="post" action="${path`/admin/outbox/${row.id}/retry`}" data-confirm="Send this outbox row again?">
+                ${csrfField(context)}<input name="reason" placeholder="reason" required /><button type="submit">Retry</button>
+              </form>`
+            : '',
+      ],
+    ],
+    rows,
+    { empty: 'No outbox rows.' },
+  );
 }
 
 export function eventPage(context: PageContext, view: EventView, dryRun: ReplayItem | null, message: string | null): string {
@@ -318,31 +274,23 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
         ['Attempts', view.attempts],
         ['Next attempt', time(view.nextAttemptAt)],
         ['Lease', view.lease.owner && view.lease.expiresAt ? `${view.lease.owner} until ${time(view.lease.expiresAt)}` : 'none'],
-        ['Last error', html`<span class="mono">${view.lastError ?? ''}</span>`],
+        ['Last error', html`<span class="mono">${view.lastError === null ? '' : capped(view.lastError, EVENT_ATTEMPT_ERROR_MAX)}</span>`],
         ['Outcome', html`<span class="mono">${view.outcome ?? ''}</span>`],
       ])}
       <h2>Replay</h2>
       ${replayForms}
       <h2>Timeline</h2>
-      <table>
-        <thead>
-          <tr>
-            <th>At</th>
-            <th>What</th>
-            <th>Detail</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${view.timeline.map(
-            (t) =>
-              html`<tr>
-                <td>${time(t.at)}</td>
-                <td>${t.what}</td>
-                <td class="mono">${t.detail ?? ''}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      ${table(
+        [
+          ['At', (t) => time(t.at)],
+          ['Until', (t) => time(t.until)],
+          ['What', (t) => t.what],
+          ['By', (t) => t.by ?? '', 'mono'],
+          ['Detail', (t) => t.detail ?? '', 'mono'],
+        ],
+        view.timeline,
+        { className: 'timeline' },
+      )}
       <h2>Admin actions on this event</h2>
       ${auditTable(view.actions)}
       <h2>Payment</h2>
@@ -391,27 +339,18 @@ export function paymentPage(context: PageContext, detail: PaymentDetail): string
       <h2>Order</h2>
       ${detail.order ? facts(Object.entries(detail.order).map(([k, v]) => [k, v === null ? null : String(v)])) : html`<p>None.</p>`}
       <h2>Enrollments</h2>
-      ${
-        detail.enrollments.length === 0
-          ? html`<p>None.</p>`
-          : html`<table>
-              <tbody>
-                ${detail.enrollments.map(
-                  (e) =>
-                    html`<tr>
-                      ${Object.values(e).map((v) => html`<td class="mono">${v === null ? '' : String(v)}</td>`)}
-                    </tr>`,
-                )}
-              </tbody>
-            </table>`
-      }
+      ${table(
+        Object.keys(detail.enrollments[0] ?? {}).map((key): Column<Record<string, string | number | null>> => [key, (e) => e[key] ?? '', 'mono']),
+        detail.enrollments,
+        { empty: 'None.' },
+      )}
       <h2>Outbox rows</h2>
       ${outboxTable(context, detail.outbox)}`,
     context,
   );
 }
 
-export function problemsPage(context: PageContext, report: StuckReport): string {
+export function problemsPage(context: PageContext, report: StuckReport, bulkJobs: BulkReplayJob[]): string {
   const operator = context.actor.role === 'operator';
   return document(
     'Failed & stuck',
@@ -441,61 +380,33 @@ export function problemsPage(context: PageContext, report: StuckReport): string 
           : ''
       }
       <h2>Events</h2>
-      <table>
-        <thead>
-          <tr>
-            <th>Id</th>
-            <th>Kind</th>
-            <th>Provider</th>
-            <th>Event id</th>
-            <th>Type</th>
-            <th>Attempts</th>
-            <th>Last error</th>
-            <th>Received</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${report.events.map(
-            (e) =>
-              html`<tr>
-                <td><a href="${path`/admin/events/${e.id}`}">${e.id}</a></td>
-                <td>${e.kind}</td>
-                <td>${e.provider}</td>
-                <td class="mono">${e.eventId}</td>
-                <td class="mono">${e.eventType}</td>
-                <td>${e.attempts}</td>
-                <td class="mono">${e.lastError ?? ''}</td>
-                <td>${time(e.createdAt)}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      ${table(
+        [
+          ['Id', (e) => html`<a href="${path`/admin/events/${e.id}`}">${e.id}</a>`],
+          ['Kind', (e) => e.kind],
+          ['Provider', (e) => e.provider],
+          ['Event id', (e) => e.eventId, 'mono'],
+          ['Type', (e) => e.eventType, 'mono'],
+          ['Attempts', (e) => e.attempts],
+          ['Last error', (e) => e.lastError ?? '', 'mono'],
+          ['Received', (e) => time(e.createdAt)],
+        ],
+        report.events,
+      )}
       <h2>Outbox</h2>
-      <table>
-        <thead>
-          <tr>
-            <th>Id</th>
-            <th>State</th>
-            <th>Kind</th>
-            <th>Key</th>
-            <th>Attempts</th>
-            <th>Last error</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${report.outbox.map(
-            (row) =>
-              html`<tr>
-                <td>${row.id}</td>
-                <td>${row.state}</td>
-                <td>${row.kind}</td>
-                <td class="mono">${row.idempotencyKey}</td>
-                <td>${row.attempts}</td>
-                <td class="mono">${row.lastError ?? ''}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
+      ${table(
+        [
+          ['Id', (row) => row.id],
+          ['State', (row) => row.state],
+          ['Kind', (row) => row.kind],
+          ['Key', (row) => row.idempotencyKey, 'mono'],
+          ['Attempts', (row) => row.attempts],
+          ['Last error', (row) => row.lastError ?? '', 'mono'],
+        ],
+        report.outbox,
+      )}
+      <h2>Bulk replays</h2>
+      ${bulkJobsTable(bulkJobs)}
       <p><a href="/admin/outbox?status=failed">Retry outbox rows</a></p>`,
     context,
   );
@@ -527,21 +438,75 @@ export function bulkConfirmPage(context: PageContext, fields: Record<string, str
   );
 }
 
+function bulkJobsTable(jobs: BulkReplayJob[]): SafeHtml {
+  return table(
+    [
+      ['Started', (job) => html`<a href="${path`/admin/bulk-replay/${job.id}`}">${time(job.startedAt)}</a>`],
+      ['By', (job) => job.actor],
+      ['State', (job) => statusCell(job.state)],
+      ['Progress', (job) => `${job.done} of ${job.total}`],
+      ['Reason', (job) => job.reason],
+    ],
+    jobs,
+    { empty: 'None yet.' },
+  );
+}
+
 export function bulkJobPage(context: PageContext, job: BulkReplayJob): string {
   const running = job.state === 'running';
   return document(
     'Bulk replay progress',
     html`<h1>Bulk replay</h1>
       ${facts([
-        ['State', html`<span id="bulk-state">${job.state}</span>`],
+        ['State', html`<span id="bulk-state">${job.state}</span>${job.cancelRequested && running ? ' (cancel asked: it stops after the event in hand)' : ''}`],
         ['Progress', `${job.done} of ${job.total}`],
         ['Processed / failed / skipped', `${job.counts.processed} / ${job.counts.failed} / ${job.counts.skipped}`],
         ['By', job.actor],
         ['Reason', job.reason],
+        ['Filter', html`<span class="mono">${JSON.stringify(job.filter)}</span>`],
+        ['Run by', html`<span class="mono">${job.runner}</span> (last heard from ${time(job.heartbeatAt)})`],
         ['Error', job.error],
-      ])}${running ? html`<form method="post" action="${path`/admin/bulk-replay/${job.id}/cancel`}">${csrfField(context)}<button type="submit">Cancel</button></form>` : ''}`,
+      ])}${
+        running || job.state === 'interrupted'
+          ? html`<form method="post" action="${path`/admin/bulk-replay/${job.id}/cancel`}">${csrfField(context)}<button type="submit" id="bulk-cancel">Cancel</button></form>`
+          : ''
+      }`,
     context,
     running ? 2 : undefined,
+  );
+}
+
+export function reconcilePage(context: PageContext, runs: ReconcileRun[], provider: string | undefined, next: string | null): string {
+  return document(
+    'Reconcile runs',
+    html`<h1>Reconcile runs</h1>
+      <p>
+        Each run asked a provider's API what happened in its window and recorded what never arrived (the same list as <span class="mono">webhook-inbox reconcile --history</span>).
+      </p>
+      <form class="filters" method="get" action="/admin/reconcile">
+        <label
+          >Provider<select name="provider">
+            ${option('', provider, 'any')}${['stripe', 'razorpay', 'payu'].map((p) => option(p, provider))}
+          </select></label
+        ><button type="submit">Show</button>
+      </form>
+      ${table(
+        [
+          ['Started', (r) => time(r.startedAt)],
+          ['Provider', (r) => r.provider],
+          ['Window from', (r) => time(r.windowStart)],
+          ['Window to', (r) => time(r.windowEnd)],
+          ['Status', (r) => statusCell(r.status)],
+          ['Found', (r) => r.found],
+          ['Recorded', (r) => r.recorded],
+          ['Errors', (r) => r.errors],
+          ['Finished', (r) => time(r.finishedAt)],
+          ['Last error', (r) => (r.lastError === null ? '' : capped(r.lastError, EVENT_ATTEMPT_ERROR_MAX)), 'mono'],
+        ],
+        runs,
+        { empty: 'No reconcile runs yet.', className: 'reconcile-runs' },
+      )}${next ? html`<p><a href="${next}">Older runs →</a></p>` : ''}`,
+    context,
   );
 }
 
@@ -563,34 +528,19 @@ export function outboxPage(context: PageContext, status: string | undefined, row
 }
 
 export function auditTable(actions: AdminAction[]): SafeHtml {
-  if (actions.length === 0) return html`<p>None.</p>`;
-  return html`<table class="audit">
-    <thead>
-      <tr>
-        <th>At</th>
-        <th>Actor</th>
-        <th>Role</th>
-        <th>Action</th>
-        <th>Target</th>
-        <th>Reason</th>
-        <th>Result</th>
-      </tr>
-    </thead>
-    <tbody>
-      ${actions.map(
-        (a) =>
-          html`<tr>
-            <td>${time(a.at)}</td>
-            <td>${a.actor}</td>
-            <td>${a.role}</td>
-            <td>${a.action}</td>
-            <td>${a.target}</td>
-            <td>${a.reason ?? ''}</td>
-            <td class="mono">${a.result ?? ''}</td>
-          </tr>`,
-      )}
-    </tbody>
-  </table>`;
+  return table(
+    [
+      ['At', (a) => time(a.at)],
+      ['Actor', (a) => a.actor],
+      ['Role', (a) => a.role],
+      ['Action', (a) => a.action],
+      ['Target', (a) => a.target],
+      ['Reason', (a) => a.reason ?? ''],
+      ['Result', (a) => a.result ?? '', 'mono'],
+    ],
+    actions,
+    { empty: 'None.', className: 'audit' },
+  );
 }
 
 export function auditPage(context: PageContext, actions: AdminAction[]): string {

@@ -165,15 +165,18 @@ export class Archiver {
           })),
         )
         .execute();
-      const removed = await this.db
-        .deleteFrom('webhook_events')
-        .where(
-          'id',
-          'in',
-          verified.map((row) => row.id),
-        )
-        .where('status', '=', 'processed')
-        .executeTakeFirst();
+      const removed = await this.db.transaction().execute(async (tx) => {
+        const ids = verified.map((row) => row.id);
+        const events = await tx.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'processed').executeTakeFirst();
+        // Its failed attempts go with the event (the archived line keeps its attempt count and outcome);
+        // those of an event that changed since and stays are kept with it.
+        await tx
+          .deleteFrom('event_attempts')
+          .where('event_row_id', 'in', ids)
+          .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', 'event_attempts.event_row_id'))))
+          .execute();
+        return events;
+      });
       deleted += Number(removed.numDeletedRows);
       kept += verified.length - Number(removed.numDeletedRows);
     }

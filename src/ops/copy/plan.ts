@@ -12,7 +12,7 @@ const BOOKKEEPING = new Set(['schema_migrations', 'schema_migrations_lock', 'cop
  * foreign key (the store keeps references by id, checked by its own code), so the order only makes a
  * copy cut short hold whole events before what points at them; other tables follow by name.
  */
-const FIRST = ['webhook_events', 'archived_event_keys', 'payments', 'payment_leases', 'event_replays', 'outbox'];
+const FIRST = ['webhook_events', 'archived_event_keys', 'payments', 'payment_leases', 'event_replays', 'event_attempts', 'outbox'];
 
 export interface TablePlan {
   name: string;

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../../clock.js';
+import { olderThan, type KeysetPosition } from '../../db/keyset.js';
 import { fromDbTime, toDbTime, type InboxDatabase, type ReconcileRunsTable, type ReconcileRunStatus } from '../../db/schema.js';
 
 export interface ReconcileRun {
+  id: number;
   runKey: string;
   provider: string;
   windowStart: Date;
@@ -125,16 +127,21 @@ export class ReconcileRuns {
     return row ? toRun(row) : null;
   }
 
-  /** The latest runs first, of one provider or all. */
-  async history(limit: number, provider?: string): Promise<ReconcileRun[]> {
+  /**
+   * The latest runs first, of one provider or all: `webhook-inbox reconcile --history` and the
+   * dashboard's pages of runs, each page starting after the run `after` (where the last one ended).
+   */
+  async history(limit: number, provider?: string, after?: KeysetPosition): Promise<ReconcileRun[]> {
     let query = this.db.selectFrom('reconcile_runs').selectAll().orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit);
     if (provider) query = query.where('provider', '=', provider);
+    if (after) query = query.where(olderThan('started_at', after));
     return (await query.execute()).map(toRun);
   }
 }
 
 function toRun(row: Selectable<ReconcileRunsTable>): ReconcileRun {
   return {
+    id: Number(row.id),
     runKey: row.run_key,
     provider: row.provider,
     windowStart: fromDbTime(row.window_start),

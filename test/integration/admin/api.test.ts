@@ -2,9 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { DeliveryStatsRecorder } from '../../../src/observability/delivery-stats.js';
 import { loadConfig } from '../../../src/config/load.js';
-import { ADMIN, ADMIN_ENV, startAdminService } from '../../support/admin.js';
+import { ADMIN, ADMIN_ENV, FLAKY_ERROR, startAdminService, type AdminServiceState } from '../../support/admin.js';
 import { createTestDatabase, createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
+import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { toDbTime } from '../../../src/db/schema.js';
 
 const databases = await createTestDatabases();
 const PAID = 5;
@@ -22,6 +25,7 @@ for (const backend of STORE_BACKENDS) {
   describe(`admin API (${backend})`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
     let service: Harness;
+    let state: AdminServiceState;
 
     const call = async (method: string, path: string, options: { token?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> => {
       const headers: Record<string, string> = { ...options.headers };
@@ -42,7 +46,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = database as TestDatabase;
-      ({ service } = await startAdminService(db.url, { paid: PAID, failing: FAILING }, 'api'));
+      ({ service, state } = await startAdminService(db.url, { paid: PAID, failing: FAILING }, 'api'));
     });
     after(async () => {
       await service?.close();
@@ -60,6 +64,8 @@ for (const backend of STORE_BACKENDS) {
         '/admin/api/audit',
         '/admin/api/rejections',
         '/admin/api/stuck',
+        '/admin/api/reconcile/runs',
+        '/admin/api/bulk-replays',
       ]) {
         for (const token of [undefined, 'wrong-token-0123456789abcdef0123456789abcdef']) {
           const answer = await call('GET', path, { token });
@@ -67,7 +73,16 @@ for (const backend of STORE_BACKENDS) {
           assert.doesNotMatch(answer.text, /pi_api|evt_api/, `${path} leaks nothing`);
         }
       }
-      for (const path of ['/admin', '/admin/events', '/admin/events/1', '/admin/payments/stripe/pi_api_paid_0', '/admin/outbox', '/admin/problems', '/admin/audit']) {
+      for (const path of [
+        '/admin',
+        '/admin/events',
+        '/admin/events/1',
+        '/admin/payments/stripe/pi_api_paid_0',
+        '/admin/outbox',
+        '/admin/problems',
+        '/admin/audit',
+        '/admin/reconcile',
+      ]) {
         const answer = await call('GET', path);
         assert.equal(answer.status, 303, path);
         assert.equal(answer.headers.get('location'), '/admin/sign-in');
@@ -166,7 +181,7 @@ for (const backend of STORE_BACKENDS) {
       assert.ok((detail.outbox as unknown[]).length >= 1, 'its receipt');
       assert.deepEqual(
         (detail.timeline as Array<{ what: string }>).map((t) => t.what),
-        ['received', 'attempt 1 (latest)', 'processed'],
+        ['received', 'attempt 1: processed', 'processed'],
       );
       const payment = (await get('/admin/api/payments/stripe/pi_api_paid_0')).json;
       assert.deepEqual(
@@ -197,7 +212,11 @@ for (const backend of STORE_BACKENDS) {
         { actor: 'alice', role: 'operator', action: 'replay', target: `event ${String(failed!.id)}`, reason: 'fulfilment is back' },
       );
       const detail = (await get(`/admin/api/events/${String(failed!.id)}`)).json;
-      assert.ok((detail.timeline as Array<{ what: string; detail: string }>).some((t) => t.what === 'replayed by alice' && t.detail === 'fulfilment is back'));
+      assert.ok(
+        (detail.timeline as Array<{ what: string; by: string; detail: string }>).some(
+          (t) => t.what === 'replay' && t.by === 'alice' && t.detail === 'fulfilment is back (before: failed after 1 attempts)',
+        ),
+      );
     });
 
     test('bulk replay: count first, then run with progress to the end; a changed count starts nothing', async () => {
@@ -309,8 +328,172 @@ for (const backend of STORE_BACKENDS) {
       const openapi = (await get('/admin/api/openapi.json')).json;
       assert.match(String(openapi.openapi), /^3\./);
       const paths = Object.keys(openapi.paths as object);
-      for (const path of ['/admin/api/events', '/admin/api/events/{id}', '/admin/api/payments/{provider}/{paymentId}', '/admin/api/events/{id}/replay'])
+      for (const path of [
+        '/admin/api/events',
+        '/admin/api/events/{id}',
+        '/admin/api/payments/{provider}/{paymentId}',
+        '/admin/api/events/{id}/replay',
+        '/admin/api/reconcile/runs',
+      ])
         assert.ok(paths.includes(path), path);
+    });
+
+    test('event detail: a timeline of each attempt (two failures, then the one that processed) and each replay', async () => {
+      state.failing = false;
+      state.failures.set('pi_api_flaky_0', 2);
+      const answer = await service.post(stripeDelivery(stripePaymentEvent('evt_api_flaky_0', 'payment_intent.succeeded', 'pi_api_flaky_0', { userId: 'u_f', courseId: 'c_1' })));
+      assert.equal(answer.status, 200);
+      const [row] = events(await get('/admin/api/events?eventId=evt_api_flaky_0'));
+      const id = row!.id as number;
+      const status = async () => (await get(`/admin/api/events/${id}`)).json.status;
+      await service.waitFor('the first attempt to fail', async () => (await status()) === 'failed');
+      const replay = (reason: string) => call('POST', `/admin/api/events/${id}/replay`, { token: ADMIN.operator, body: { dryRun: false, reason } });
+      assert.equal((await replay('second try')).json.result, 'failed');
+      assert.equal((await replay('third try')).json.result, 'processed');
+
+      const detail = (await get(`/admin/api/events/${id}`)).json;
+      const attempts = detail.attemptLog as Array<{ attempt: number; owner: string; startedAt: string; endedAt: string; outcome: string; error: string | null }>;
+      assert.deepEqual(
+        attempts.map((a) => a.outcome),
+        ['gave_up', 'gave_up', 'processed'],
+        'MAX_ATTEMPTS is 1 here: each failure gives up, and an operator replay starts the next',
+      );
+      for (const attempt of attempts) {
+        assert.match(attempt.owner, /^[^:]+:\d+:[0-9a-f]{8}$/, 'the worker that ran it');
+        assert.ok(attempt.startedAt <= attempt.endedAt, `${attempt.startedAt} <= ${attempt.endedAt}`);
+      }
+      assert.match(attempts[0]!.error!, FLAKY_ERROR);
+      assert.match(attempts[1]!.error!, FLAKY_ERROR);
+      assert.equal(attempts[2]!.error, null);
+      assert.ok(attempts[0]!.endedAt <= attempts[1]!.startedAt && attempts[1]!.endedAt <= attempts[2]!.startedAt, 'in the order they ran');
+      const timeline = (detail.timeline as Array<{ what: string; by: string | null }>).map((t) => `${t.what}${t.by && t.what.startsWith('replay') ? ` (${t.by})` : ''}`);
+      assert.deepEqual(timeline, [
+        'received',
+        'attempt 1: gave up',
+        'replay (alice)',
+        'attempt 1: gave up',
+        'replay finished (alice)',
+        'replay (alice)',
+        'attempt 1: processed',
+        'processed',
+        'replay finished (alice)',
+      ]);
+      state.failing = true;
+    });
+
+    test('reconcile runs: newest first by keyset, for a viewer; a bad cursor or provider is a 400', async () => {
+      const runs = Array.from({ length: 5 }, (_, n) => ({
+        run_key: `api-run-${n}`,
+        provider: n % 2 === 0 ? 'stripe' : 'razorpay',
+        window_start: toDbTime(new Date(Date.UTC(2026, 11, 1, n))),
+        window_end: toDbTime(new Date(Date.UTC(2026, 11, 1, n + 1))),
+        dry_run: 0,
+        status: 'finished' as const,
+        found: n,
+        recorded: n,
+        errors: 0,
+        cursor: null,
+        last_error: n === 4 ? '<script>x</script> provider said no' : null,
+        started_at: toDbTime(new Date(Date.UTC(2026, 11, 1, n + 1, 0, 1))),
+        finished_at: toDbTime(new Date(Date.UTC(2026, 11, 1, n + 1, 0, 2))),
+      }));
+      await service.db.insertInto('reconcile_runs').values(runs).execute();
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: Answer = await get(`/admin/api/reconcile/runs?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        assert.equal(page.status, 200, page.text);
+        seen.push(...(page.json.runs as Array<{ runKey: string }>).map((r) => r.runKey));
+        cursor = page.json.nextCursor as string | null;
+      } while (cursor);
+      assert.deepEqual(seen, ['api-run-4', 'api-run-3', 'api-run-2', 'api-run-1', 'api-run-0']);
+      const razorpay = (await get('/admin/api/reconcile/runs?provider=razorpay')).json.runs as Array<{ runKey: string; found: number }>;
+      assert.deepEqual(
+        razorpay.map((r) => r.runKey),
+        ['api-run-3', 'api-run-1'],
+      );
+      for (const query of ['cursor=garbage', 'provider=paypal', 'limit=0']) {
+        const answer = await get(`/admin/api/reconcile/runs?${query}`);
+        assert.equal(answer.status, 400, query);
+        assert.match(String(answer.json.message), new RegExp(`^${query.split('=')[0]!}: `));
+      }
+      assert.equal((await call('GET', '/admin/api/reconcile/runs')).status, 401);
+      const page = await call('GET', '/admin/reconcile', { token: ADMIN.viewer });
+      assert.equal(page.status, 200);
+      assert.match(page.text, /api-run|stripe/);
+      assert.match(page.text, /&lt;script&gt;x&lt;\/script&gt; provider said no/);
+      assert.doesNotMatch(page.text, /<script>x/);
+    });
+
+    test('bulk replay lives in the database: started on one instance, read and cancelled on another; a dead runner shows interrupted', async () => {
+      const second = await Harness.start(db.url, ADMIN_ENV, { domains: [coursePlatform], workers: false });
+      const on = (harness: Harness, method: string, path: string, body?: unknown) =>
+        fetch(`${harness.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${ADMIN.operator}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }).then(async (response) => ({ status: response.status, json: (await response.json()) as Record<string, unknown> }));
+      try {
+        state.delayMs = 500;
+        const filter = { status: 'failed', provider: 'stripe' };
+        const { count } = (await on(service, 'POST', '/admin/api/bulk-replays/count', filter)).json as { count: number };
+        assert.ok(count >= 2, `${count} failed events to replay`);
+        const started = await on(service, 'POST', '/admin/api/bulk-replays', { ...filter, reason: 'slow bulk', expectedCount: count });
+        assert.equal(started.status, 202);
+        const path = `/admin/api/bulk-replays/${String(started.json.id)}`;
+        const seen = await on(second, 'GET', path);
+        assert.equal(seen.status, 200, 'the other instance knows the job');
+        assert.deepEqual([seen.json.state, seen.json.total, seen.json.actor], ['running', count, 'alice']);
+        const cancel = await on(second, 'POST', `${path}/cancel`);
+        assert.equal(cancel.status, 200);
+        assert.equal(cancel.json.cancelRequested, true);
+        let job: Record<string, unknown> = cancel.json;
+        await service.waitFor('the runner to see the cancel', async () => {
+          job = (await on(second, 'GET', path)).json;
+          return job.state !== 'running';
+        });
+        assert.equal(job.state, 'cancelled');
+        assert.ok((job.done as number) < count, `stopped after ${String(job.done)} of ${count}`);
+        const listed = (await on(second, 'GET', '/admin/api/bulk-replays')).json.jobs as Array<{ id: string }>;
+        assert.equal(listed[0]!.id, started.json.id);
+        const actions = ((await on(second, 'GET', '/admin/api/audit')).json.actions as Array<{ action: string; target: string }>).filter(
+          (a) => a.target === `bulk ${String(started.json.id)}`,
+        );
+        assert.deepEqual(
+          actions.map((a) => a.action),
+          ['bulk_replay_cancelled', 'bulk_replay_cancel', 'bulk_replay_started'],
+        );
+
+        // A job whose process died mid-run: still `running` in its row, with a heartbeat long past.
+        const longAgo = toDbTime(new Date(service.clock.now().getTime() - 10 * 60_000));
+        await service.db
+          .insertInto('bulk_replays')
+          .values({
+            job_key: 'dead-runner-job',
+            actor: 'alice',
+            reason: 'r',
+            filter: '{}',
+            total: 10,
+            done: 3,
+            processed: 3,
+            failed: 0,
+            skipped: 0,
+            state: 'running',
+            error: null,
+            cancel_requested: 0,
+            runner: 'gone:1',
+            heartbeat_at: longAgo,
+            started_at: longAgo,
+            finished_at: null,
+          })
+          .execute();
+        assert.equal((await on(second, 'GET', '/admin/api/bulk-replays/dead-runner-job')).json.state, 'interrupted');
+        assert.equal((await on(second, 'POST', '/admin/api/bulk-replays/dead-runner-job/cancel')).json.state, 'cancelled', 'no runner is left: cancelled at once');
+        assert.equal((await on(second, 'GET', '/admin/api/bulk-replays/nobody')).status, 404);
+      } finally {
+        state.delayMs = 0;
+        await second.close();
+      }
     });
   });
 }

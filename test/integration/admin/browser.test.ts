@@ -5,6 +5,7 @@ import { ADMIN, HOSTILE, startAdminService } from '../../support/admin.js';
 import { launchBrowser, screenshot } from '../../support/browser.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
 import type { Harness } from '../../support/harness.js';
+import { toDbTime } from '../../../src/db/schema.js';
 
 const database = (await createTestDatabase('sqlite')) as TestDatabase;
 const browserOrSkip = await launchBrowser();
@@ -92,6 +93,69 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
     const audit = (await page.textContent('table.audit')) ?? '';
     assert.match(audit, /alice[\s\S]*operator[\s\S]*replay[\s\S]*fulfilment restored \(browser test\)/);
     assert.equal(dialogs.length, 1, 'the confirm dialog asked once');
+    // The timeline: the first attempt, the replay and the attempt it ran, each with its worker and error.
+    const steps: string[][] = [];
+    for (const row of await page.locator('table.timeline tbody tr').all()) steps.push(await row.locator('td').allTextContents());
+    assert.deepEqual(
+      steps.map((cells) => cells[2]),
+      ['received', 'attempt 1: gave up', 'replay', 'attempt 1: gave up', 'replay finished'],
+    );
+    for (const attempt of steps.filter((cells) => cells[2]!.startsWith('attempt'))) {
+      assert.match(attempt[3]!, /:\d+:/, 'the worker (host:pid:...)');
+      assert.match(attempt[4]!, /fulfilment backend down \(test\)/);
+      assert.ok(attempt[1]! >= attempt[0]!, 'an end after its start');
+    }
+    await screenshot(page, 'event-timeline');
+  });
+
+  test('reconcile runs: a page of their own, from the nav, for any signed-in role', async () => {
+    const at = (hour: number) => toDbTime(new Date(Date.UTC(2026, 11, 3, hour)));
+    await service.db
+      .insertInto('reconcile_runs')
+      .values([
+        {
+          run_key: 'br-1',
+          provider: 'stripe',
+          window_start: at(0),
+          window_end: at(1),
+          dry_run: 0,
+          status: 'finished',
+          found: 3,
+          recorded: 3,
+          errors: 0,
+          cursor: null,
+          last_error: null,
+          started_at: at(1),
+          finished_at: at(1),
+        },
+        {
+          run_key: 'br-2',
+          provider: 'razorpay',
+          window_start: at(1),
+          window_end: at(2),
+          dry_run: 0,
+          status: 'failed',
+          found: 0,
+          recorded: 0,
+          errors: 1,
+          cursor: null,
+          last_error: '<img src=x onerror="window.__pwned = 4"> 503 from the API',
+          started_at: at(2),
+          finished_at: at(2),
+        },
+      ])
+      .execute();
+    await page.goto(`${service.url}/admin`);
+    await page.click('nav >> text=Reconcile');
+    await page.waitForURL(/\/admin\/reconcile$/);
+    assert.equal(await page.textContent('h1'), 'Reconcile runs');
+    const rows = await page.locator('table.reconcile-runs tbody tr').allTextContents();
+    assert.equal(rows.length, 2);
+    assert.match(rows[0]!, /razorpay[\s\S]*failed[\s\S]*503 from the API/, 'newest first, its error as text');
+    assert.match(rows[1]!, /stripe[\s\S]*finished/);
+    assert.equal(await page.locator('main img').count(), 0);
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned), undefined);
+    await screenshot(page, 'reconcile-runs');
   });
 
   test('bulk replay: the count first, then progress', async () => {

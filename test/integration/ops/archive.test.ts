@@ -123,6 +123,18 @@ for (const backend of STORE_BACKENDS) {
         { event_id: 'evt_old_failed', status: 'failed', last_error: 'boom', created_at: daysAgo(120) },
         { event_id: 'evt_recent', created_at: daysAgo(10) },
       ]);
+      // Failed attempts of an event that is archived (they go with it) and of one that stays.
+      const attemptOf = async (eventId: string) => {
+        const { id } = await service.db.selectFrom('webhook_events').select('id').where('event_id', '=', eventId).executeTakeFirstOrThrow();
+        const at = daysAgo(120);
+        await service.db
+          .insertInto('event_attempts')
+          .values({ event_row_id: id, attempt: 1, owner: 'w:1', outcome: 'failed', error: 'boom', started_at: at, ended_at: at })
+          .execute();
+        return id;
+      };
+      const archivedAttempt = await attemptOf('evt_archived_1');
+      const keptAttempt = await attemptOf('evt_old_failed');
       const cutoff = toDbTime(new Date(Date.now() - NINETY_DAYS));
       originals = new Map((await allRows(service)).filter((r) => r.status === 'processed' && r.created_at < cutoff).map((r) => [Number(r.id), r]));
       assert.equal(originals.size, 93);
@@ -137,6 +149,12 @@ for (const backend of STORE_BACKENDS) {
       const left = await allRows(service);
       assert.deepEqual(left.map((r) => r.event_id).sort(), ['evt_old_failed', 'evt_recent']);
       assert.equal((await service.db.selectFrom('archived_event_keys').select('id').execute()).length, 93);
+      const attemptsLeft = await service.db.selectFrom('event_attempts').select('event_row_id').execute();
+      assert.deepEqual(
+        attemptsLeft.map((a) => Number(a.event_row_id)),
+        [Number(keptAttempt)],
+        `the attempts of archived event ${archivedAttempt} went with it`,
+      );
 
       const manifest = await loadManifest(dir, { create: false });
       assert.ok(manifest.parts.every((p) => p.state === 'complete' && p.kept === 0 && p.file.startsWith(`${p.day}.`) && p.events <= 25));

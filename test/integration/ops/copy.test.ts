@@ -60,6 +60,31 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
           requested_at: now,
         })
         .execute();
+      await harness.db
+        .insertInto('event_attempts')
+        .values({ event_row_id: 1, attempt: 1, owner: 'host:1:abcd', outcome: 'failed', error: 'Error: <b>é😀</b>', started_at: now, ended_at: now })
+        .execute();
+      await harness.db
+        .insertInto('bulk_replays')
+        .values({
+          job_key: 'copy-job',
+          actor: 'ops',
+          reason: 'test',
+          filter: '{"status":"failed"}',
+          total: 2,
+          done: 2,
+          processed: 1,
+          failed: 1,
+          skipped: 0,
+          state: 'finished',
+          error: null,
+          cancel_requested: 0,
+          runner: 'host:1',
+          heartbeat_at: now,
+          started_at: now,
+          finished_at: now,
+        })
+        .execute();
     } finally {
       await harness.close();
     }
@@ -81,7 +106,10 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
     }
     assert.deepEqual(checksums(hop), checksums(sourceReport), 'the same rows, byte for byte, on all three stores');
     const tables = sourceReport.tables.map((t) => t.table);
-    for (const table of ['webhook_events', 'archived_event_keys', 'payments', 'orders', 'enrollments', 'outbox', 'event_replays']) assert.ok(tables.includes(table), table);
+    for (const table of ['webhook_events', 'archived_event_keys', 'payments', 'orders', 'enrollments', 'outbox', 'event_replays', 'event_attempts', 'bulk_replays']) {
+      const copied = sourceReport.tables.find((t) => t.table === table);
+      assert.ok(copied && copied.sourceRows > 0 && copied.targetRows === copied.sourceRows, table);
+    }
     const events = sourceReport.tables.find((t) => t.table === 'webhook_events')!;
     assert.deepEqual([events.sourceRows, events.targetRows, events.copiedNow], [EVENTS + 3, EVENTS + 3, EVENTS + 3]);
     for (const table of ['copy_progress', 'schema_migrations', 'operation_locks', 'scheduled_runs']) assert.ok(!tables.includes(table), `bookkeeping (${table}) is not copied`);

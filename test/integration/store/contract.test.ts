@@ -53,6 +53,9 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0013_payment_metadata',
       '0015_outbox_ordering',
       '0016_copy_progress',
+      '0017_event_attempts',
+      '0018_bulk_replays',
+      '0019_admin_page_indexes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
@@ -181,6 +184,12 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     assert.equal(state?.outcome, 'done by b');
     assert.ok(state?.processedAt);
     assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null, 'a processed event is never claimed again');
+    const attempts = await store.db.selectFrom('event_attempts').selectAll().where('event_row_id', '=', id).execute();
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.owner, a.outcome, a.error, a.started_at, a.ended_at]),
+      [[1, 'worker-a', 'lease_expired', null, toDbTime(first.lease.claimedAt), toDbTime(first.lease.expiresAt)]],
+      'the takeover kept the attempt whose lease ran out; the one that processed is the row itself, and the stale fail wrote nothing',
+    );
   });
 
   test('a lease that expired without takeover cannot commit', async () => {
@@ -218,6 +227,14 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     clock.advance(365 * 86_400_000);
     assert.ok(!(await store.dueEventIds(1000)).includes(id));
     assert.equal(await store.claim(id, 'worker-c', LEASE_MS), null);
+    const attempts = await store.db.selectFrom('event_attempts').selectAll().where('event_row_id', '=', id).orderBy('id').execute();
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.owner, a.outcome, a.error, a.started_at]),
+      [
+        [1, 'worker-a', 'failed', 'boom', toDbTime(claimed.lease.claimedAt)],
+        [2, 'worker-b', 'gave_up', 'gave up', toDbTime(retried.lease.claimedAt)],
+      ],
+    );
   });
 
   test('due events come oldest first, bounded by the limit', async () => {

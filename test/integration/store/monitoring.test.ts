@@ -48,6 +48,9 @@ for (const backend of STORE_BACKENDS) {
         '0013_payment_metadata',
         '0015_outbox_ordering',
         '0016_copy_progress',
+        '0017_event_attempts',
+        '0018_bulk_replays',
+        '0019_admin_page_indexes',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

@@ -11,7 +11,7 @@ import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../..
 function oneEventStore(leaseMs: number) {
   const store = {
     async claim(id: number, owner: string): Promise<ClaimedEvent> {
-      const lease: Lease = { id, owner, token: 't', expiresAt: new Date(Date.now() + leaseMs), attempts: 1, payment: null };
+      const lease: Lease = { id, owner, token: 't', expiresAt: new Date(Date.now() + leaseMs), claimedAt: new Date(), attempts: 1, payment: null };
       const event = { id, provider: 'stripe' as const, eventId: `evt_${id}`, eventType: 'test', payload: {}, headers: {}, attempts: 1, createdAt: new Date() };
       return { lease, event, takeover: false };
     },
