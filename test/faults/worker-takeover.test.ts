@@ -7,7 +7,7 @@ import { waitFor } from '../support/harness.js';
 import { capturedPayments, deliverUntilAcknowledged, holdPayment, inParallel, outcomeCounts, waitUntilAllProcessed } from '../support/load.js';
 import { cli, exitOf, type CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
-import { createTestStream, SERVER_BACKENDS, type TestStream } from '../support/services.js';
+import { createTestStream, SERVER_BACKENDS, STORE_NAMES, type TestStream } from '../support/services.js';
 
 const LEASE_SECONDS = 2;
 
@@ -16,7 +16,7 @@ for (const backend of SERVER_BACKENDS) {
   const redis = 'skip' in database ? database : await createTestStream();
   const unavailable = ('skip' in database && database) || ('skip' in redis && redis);
 
-  describe(`a worker process killed (SIGKILL) in the middle of processing (${backend})`, { skip: unavailable && unavailable.skip }, () => {
+  describe(`a worker process killed (SIGKILL) in the middle of processing, on ${STORE_NAMES[backend]}`, { skip: unavailable && unavailable.skip }, () => {
     let db: TestDatabase;
     let stream: TestStream;
     let sql: Kysely<CoursePlatformDatabase>;
