@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
-import { createTestDatabase, inspectDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, migratedDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import {
   capturedPayments,
@@ -14,7 +14,7 @@ import {
   type Acknowledged,
   type PaymentEvent,
 } from '../support/load.js';
-import { cli, type CliProcess } from '../support/cli.js';
+import type { CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
 import { PrivateRedis } from '../support/services.js';
 
@@ -43,9 +43,7 @@ describe(`${RECEIVERS} receivers + ${WORKERS} workers on MariaDB and Redis Strea
   before(async () => {
     db = database as TestDatabase;
     privateRedis = redis as PrivateRedis;
-    const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
-    assert.equal(migrate.code, 0, migrate.output);
-    sql = inspectDatabase(db.url);
+    sql = await migratedDatabase(db.url);
 
     const env = { DATABASE_URL: db.url, REDIS_URL: privateRedis.url, REDIS_STREAM: stream, MIGRATE_ON_START: 'false', SWEEP_INTERVAL_MS: '500' };
     const [servers, workers] = await Promise.all([

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
-import { createTestDatabase, inspectDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, migratedDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import { capturedPayments, deliverUntilAcknowledged, holdPayment, inParallel, outcomeCounts, waitUntilAllProcessed } from '../support/load.js';
-import { cli, exitOf, type CliProcess } from '../support/cli.js';
+import { exitOf, type CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
 import { createTestStream, SERVER_BACKENDS, STORE_NAMES, type TestStream } from '../support/services.js';
 
@@ -27,9 +27,7 @@ for (const backend of SERVER_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       stream = redis as TestStream;
-      const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
-      assert.equal(migrate.code, 0, migrate.output);
-      sql = inspectDatabase(db.url);
+      sql = await migratedDatabase(db.url);
       const env = {
         DATABASE_URL: db.url,
         REDIS_URL: stream.url,
