@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Kysely } from 'kysely';
 import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
-import { createTestDatabase, inspectDatabase, type TestDatabase } from '../support/database.js';
+import { createTestDatabase, migratedDatabase, type TestDatabase } from '../support/database.js';
 import { waitFor } from '../support/harness.js';
 import { capturedPayments, deliverUntilAcknowledged, holdPayment, inParallel, outcomeCounts, waitUntilAllProcessed } from '../support/load.js';
-import { cli, exitOf, type CliProcess } from '../support/cli.js';
+import { exitOf, type CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
-import { createTestStream, SERVER_BACKENDS, type TestStream } from '../support/services.js';
+import { createTestStream, SERVER_BACKENDS, STORE_NAMES, type TestStream } from '../support/services.js';
 
 const LEASE_SECONDS = 2;
 
@@ -16,7 +16,7 @@ for (const backend of SERVER_BACKENDS) {
   const redis = 'skip' in database ? database : await createTestStream();
   const unavailable = ('skip' in database && database) || ('skip' in redis && redis);
 
-  describe(`a worker process killed (SIGKILL) in the middle of processing (${backend})`, { skip: unavailable && unavailable.skip }, () => {
+  describe(`a worker process killed (SIGKILL) in the middle of processing, on ${STORE_NAMES[backend]}`, { skip: unavailable && unavailable.skip }, () => {
     let db: TestDatabase;
     let stream: TestStream;
     let sql: Kysely<CoursePlatformDatabase>;
@@ -27,9 +27,7 @@ for (const backend of SERVER_BACKENDS) {
     before(async () => {
       db = database as TestDatabase;
       stream = redis as TestStream;
-      const migrate = await cli(['migrate'], { DATABASE_URL: db.url });
-      assert.equal(migrate.code, 0, migrate.output);
-      sql = inspectDatabase(db.url);
+      sql = await migratedDatabase(db.url);
       const env = {
         DATABASE_URL: db.url,
         REDIS_URL: stream.url,

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -7,6 +8,7 @@ import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import type { CoursePlatformDatabase, CoursePlatformTables } from '../../src/course-platform/schema.js';
 import { backendFor } from '../../src/db/open-database.js';
+import { cli } from './cli.js';
 
 /** The MySQL server the integration tests use; each test file gets a database of its own on it. */
 const MYSQL_SERVER_URL = process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306';
@@ -53,6 +55,13 @@ export async function createTestDatabases(): Promise<Record<StoreBackendName, Te
  */
 export function inspectDatabase(url: string, poolSize = 4): Kysely<CoursePlatformDatabase> {
   return backendFor(url).connect(url, { poolSize }).withTables<CoursePlatformTables>();
+}
+
+/** Migrates the database with the CLI, as an operator would, then opens the test's own connections to it. */
+export async function migratedDatabase(url: string): Promise<Kysely<CoursePlatformDatabase>> {
+  const migrate = await cli(['migrate'], { DATABASE_URL: url });
+  assert.equal(migrate.code, 0, migrate.output);
+  return inspectDatabase(url);
 }
 
 function unreachable(reason: string): { skip: string } {
