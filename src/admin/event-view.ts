@@ -91,7 +91,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       until: iso(replay.finished_at),
       what: 'replay',
       by: replay.actor,
-      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempts)`,
+      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempt${replay.previous_attempts === 1 ? '' : 's'})`,
     });
   }
   for (const attempt of attemptLog) {

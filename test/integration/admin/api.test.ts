@@ -214,7 +214,7 @@ for (const backend of STORE_BACKENDS) {
       const detail = (await get(`/admin/api/events/${String(failed!.id)}`)).json;
       assert.ok(
         (detail.timeline as Array<{ what: string; by: string; detail: string }>).some(
-          (t) => t.what === 'replay' && t.by === 'alice' && t.detail === 'fulfilment is back (before: failed after 1 attempts)',
+          (t) => t.what === 'replay' && t.by === 'alice' && t.detail === 'fulfilment is back (before: failed after 1 attempt)',
         ),
       );
     });
