@@ -159,14 +159,16 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     onRejected: stats ? (rejection) => stats.rejected(rejection) : undefined,
   });
   await app.register(opsRoutes, { inbox });
-  if (config.admin) {
-    const dashboard = new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck);
+  const dashboard = config.admin ? new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck) : null;
+  if (config.admin && dashboard) {
     await app.register(adminRoutes, { dashboard });
     inbox.logger.info({ auth: config.admin.auth, tokens: config.admin.tokens.map((t) => `${t.name} (${t.role})`) }, 'admin dashboard served at /admin');
   } else {
     inbox.logger.info('admin dashboard off (/admin answers 404); to turn it on set ADMIN_TOKENS=name:operator:<token of 32+ characters> (see docs/operations.md)');
   }
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
+  // onClose hooks run last-added first (a plugin's after the root's): bulk replays stop before the store closes.
+  if (dashboard) app.addHook('onClose', () => dashboard.actions.stop());
   if (stats) {
     stats.start();
     // onClose hooks run last-added first: the last counts are written before the store closes.

@@ -1,7 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
-import { capped, EVENT_ATTEMPT_ERROR_MAX } from '../store/complete.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
@@ -30,7 +29,7 @@ export interface AttemptView {
   /** Null while it runs. */
   endedAt: string | null;
   outcome: AttemptOutcome | 'processed' | 'running';
-  /** Cut to EVENT_ATTEMPT_ERROR_MAX characters. */
+  /** Cut to EVENT_ATTEMPT_ERROR_MAX characters when it was written. */
   error: string | null;
 }
 
@@ -91,7 +90,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       until: iso(replay.finished_at),
       what: 'replay',
       by: replay.actor,
-      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempts)`,
+      detail: `${replay.reason} (before: ${replay.previous_status} after ${replay.previous_attempts} attempt${replay.previous_attempts === 1 ? '' : 's'})`,
     });
   }
   for (const attempt of attemptLog) {
@@ -144,7 +143,7 @@ async function attemptsOf(db: Kysely<InboxDatabase>, row: Selectable<WebhookEven
     startedAt: iso(a.started_at),
     endedAt: iso(a.ended_at),
     outcome: a.outcome,
-    error: a.error === null ? null : capped(a.error, EVENT_ATTEMPT_ERROR_MAX),
+    error: a.error,
   }));
   if (row.attempts > 0 && (row.status === 'processed' || row.status === 'processing')) {
     attempts.push({

@@ -87,7 +87,6 @@ export const adminRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = as
   await app.register(apiRoutes, { dashboard });
   await app.register(pageRoutes, { dashboard, secret });
   for (const [name, asset] of Object.entries(ASSETS)) app.get(`/admin/assets/${name}`, async (_request, reply) => reply.type(asset.type).send(asset.body));
-  app.addHook('onClose', () => dashboard.actions.stop());
 };
 
 function identify(app: FastifyInstance, dashboard: AdminDashboard, request: FastifyRequest): Actor | null {

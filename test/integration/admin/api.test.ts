@@ -214,7 +214,7 @@ for (const backend of STORE_BACKENDS) {
       const detail = (await get(`/admin/api/events/${String(failed!.id)}`)).json;
       assert.ok(
         (detail.timeline as Array<{ what: string; by: string; detail: string }>).some(
-          (t) => t.what === 'replay' && t.by === 'alice' && t.detail === 'fulfilment is back (before: failed after 1 attempts)',
+          (t) => t.what === 'replay' && t.by === 'alice' && t.detail === 'fulfilment is back (before: failed after 1 attempt)',
         ),
       );
     });
@@ -426,7 +426,10 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('bulk replay lives in the database: started on one instance, read and cancelled on another; a dead runner shows interrupted', async () => {
-      const second = await Harness.start(db.url, ADMIN_ENV, { domains: [coursePlatform], workers: false });
+      // Its captures succeed, slowly: a bulk replay it runs is still running when it shuts down.
+      const slowly = async () => new Promise<void>((resolve) => setTimeout(resolve, 400));
+      const second = await Harness.start(db.url, ADMIN_ENV, { domains: [coursePlatform], workers: false, handlers: { captured: [slowly] } });
+      let secondClosed = false;
       const on = (harness: Harness, method: string, path: string, body?: unknown) =>
         fetch(`${harness.url}${path}`, {
           method,
@@ -490,9 +493,23 @@ for (const backend of STORE_BACKENDS) {
         assert.equal((await on(second, 'GET', '/admin/api/bulk-replays/dead-runner-job')).json.state, 'interrupted');
         assert.equal((await on(second, 'POST', '/admin/api/bulk-replays/dead-runner-job/cancel')).json.state, 'cancelled', 'no runner is left: cancelled at once');
         assert.equal((await on(second, 'GET', '/admin/api/bulk-replays/nobody')).status, 404);
+
+        // A process that shuts down stops its bulk replays after the event in hand, and says so.
+        const left = ((await on(second, 'POST', '/admin/api/bulk-replays/count', filter)).json as { count: number }).count;
+        assert.ok(left >= 2, `${left} failed events left`);
+        const onSecond = await on(second, 'POST', '/admin/api/bulk-replays', { ...filter, reason: 'until shutdown', expectedCount: left });
+        assert.equal(onSecond.status, 202);
+        const stopped = `/admin/api/bulk-replays/${String(onSecond.json.id)}`;
+        await service.waitFor('the first event of it', async () => ((await on(service, 'GET', stopped)).json.done as number) >= 1);
+        await second.close();
+        secondClosed = true;
+        const after = (await on(service, 'GET', stopped)).json;
+        assert.equal(after.state, 'error');
+        assert.match(String(after.error), /shut down/);
+        assert.ok((after.done as number) < left, `stopped after ${String(after.done)} of ${left}`);
       } finally {
         state.delayMs = 0;
-        await second.close();
+        if (!secondClosed) await second.close();
       }
     });
   });

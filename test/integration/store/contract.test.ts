@@ -6,7 +6,7 @@ import type { PaymentEvent, PaymentState } from '../../../src/model/payment-even
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
-import { TransactionBatch } from '../../../src/store/complete.js';
+import { EVENT_ATTEMPT_ERROR_MAX, TransactionBatch } from '../../../src/store/complete.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { describeEachStore } from '../../support/store-suite.js';
@@ -235,6 +235,17 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
         [2, 'worker-b', 'gave_up', 'gave up', toDbTime(retried.lease.claimedAt)],
       ],
     );
+  });
+
+  test('a failed attempt keeps its error cut to EVENT_ATTEMPT_ERROR_MAX, saying how much was cut', async () => {
+    const { id } = await store.record(verified('evt_long_error'));
+    const claimed = await store.claim(id, 'worker-a', LEASE_MS);
+    assert.ok(claimed);
+    const error = `Error: ${'<b>x</b>'.repeat(1000)}`;
+    assert.equal(await store.fail(claimed.lease, error, null), true);
+    const [attempt] = await store.db.selectFrom('event_attempts').select('error').where('event_row_id', '=', id).execute();
+    assert.equal(attempt!.error, `${error.slice(0, EVENT_ATTEMPT_ERROR_MAX)}… (${error.length - EVENT_ATTEMPT_ERROR_MAX} more characters)`);
+    assert.equal((await store.eventState(id))?.lastError, error, 'the event keeps its whole last error');
   });
 
   test('due events come oldest first, bounded by the limit', async () => {
