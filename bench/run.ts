@@ -242,11 +242,11 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
   return runs;
 }
 
-/** The backlog step runs on MariaDB, and on PostgreSQL too when a run has PostgreSQL targets. */
+/** The backlog step runs on each database server the run's targets use (SQLite's on MariaDB, as before there was a second server). */
 export function backlogStores(settings: Pick<BenchSettings, 'backlogEvents' | 'targets' | 'capacityTargets'>): Array<'mysql' | 'postgres'> {
   if (settings.backlogEvents === 0) return [];
-  const onPostgres = [...settings.targets, ...settings.capacityTargets].some((name) => TARGETS[name]!.store === 'postgres');
-  return onPostgres ? ['mysql', 'postgres'] : ['mysql'];
+  const used = new Set([...settings.targets, ...settings.capacityTargets].map((name) => (TARGETS[name]!.store === 'postgres' ? 'postgres' : 'mysql')));
+  return (['mysql', 'postgres'] as const).filter((store) => used.has(store));
 }
 
 /** The targets' logs, next to the report of the same run, so its non-2xx and errors can be looked into. */

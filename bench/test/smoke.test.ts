@@ -139,7 +139,7 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| webhook-inbox, background \(default\) \| \d+/);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| ceiling \(node:http \+ signature check, no database\) \| \d+/);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## End-to-end capacity[\s\S]*\| webhook-inbox, background \(default\) \| \d+ \| — \|/);
-    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## Backlog: processing alone \(60 events[\s\S]*\| `update 'webhook_events' set 'status' = \?/);
+    assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## Backlog on MariaDB: processing alone \(60 events[\s\S]*\| `update 'webhook_events' set 'status' = \?/);
     assert.match(readFileSync(join(out, 'latency.svg'), 'utf8'), /^<svg [^>]*>[\s\S]*<polyline|<circle/);
     assert.ok(existsSync(join(out, 'latency.svg')));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /through a proxy that delayed every packet 1 ms each way/);

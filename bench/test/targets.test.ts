@@ -31,11 +31,13 @@ describe('bench targets on two database servers', () => {
     assert.equal(peerOn('mysql', 'receive-only'), 'receive-only');
   });
 
-  test('the backlog step runs on PostgreSQL too only when the run has PostgreSQL targets', () => {
+  test("the backlog step runs on the servers of the run's targets", () => {
     const settings = (targets: string[], capacityTargets: string[] = [], backlogEvents = 100) => ({ targets, capacityTargets, backlogEvents });
     assert.deepEqual(backlogStores(settings(['baseline', 'background'])), ['mysql']);
     assert.deepEqual(backlogStores(settings(['baseline', 'pg-baseline'])), ['mysql', 'postgres']);
     assert.deepEqual(backlogStores(settings(['baseline'], ['pg-naive'])), ['mysql', 'postgres']);
+    assert.deepEqual(backlogStores(settings(['pg-baseline', 'pg-background'])), ['postgres']);
+    assert.deepEqual(backlogStores(settings(['sqlite'])), ['mysql']);
     assert.deepEqual(backlogStores(settings(['pg-baseline'], [], 0)), []);
   });
 });
