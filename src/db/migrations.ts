@@ -1,8 +1,10 @@
-import { PostgresAdapter, type Kysely, type Migration, type RawBuilder } from 'kysely';
+import type { Kysely, Migration, RawBuilder } from 'kysely';
 import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 
 /** The column types that differ between SQL dialects; each store backend supplies its own. */
 export interface ColumnTypes {
+  /** The SQL dialect, for the rare migration whose best form differs by database (an index's shape). */
+  dialect: 'mysql' | 'postgres' | 'sqlite';
   /** Auto-increment primary key. */
   id: RawBuilder<unknown>;
   bigint: RawBuilder<unknown>;
@@ -346,7 +348,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
         // (created_at) alone the range is priced as the ordered read it is; rows of one time are put
         // in id order by an incremental sort of those few rows. MariaDB and SQLite keep (created_at,
         // id): their secondary indexes end in the primary key anyway, so they lose nothing.
-        if (db.getExecutor().adapter instanceof PostgresAdapter) {
+        if (types.dialect === 'postgres') {
           await db.schema.createIndex('ix_webhook_events_created_at').on('webhook_events').column('created_at').execute();
           await db.schema.dropIndex('ix_webhook_events_created').execute();
         }

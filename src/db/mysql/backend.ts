@@ -8,6 +8,7 @@ import type { InboxDatabase } from '../schema.js';
 import { preparingPool } from './prepared-pool.js';
 
 const COLUMN_TYPES: ColumnTypes = {
+  dialect: 'mysql',
   id: sql`bigint unsigned`,
   bigint: sql`bigint`,
   timestamp: sql`datetime(3)`,

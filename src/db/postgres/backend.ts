@@ -13,6 +13,7 @@ import { preparingPool } from './prepared-pool.js';
  */
 const TEXT = sql`text collate "C"`;
 const COLUMN_TYPES: ColumnTypes = {
+  dialect: 'postgres',
   id: sql`bigint`,
   bigint: sql`bigint`,
   timestamp: TEXT,

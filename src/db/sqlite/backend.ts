@@ -13,6 +13,7 @@ import type { InboxDatabase } from '../schema.js';
  * with the BINARY collation, so provider ids stay case-sensitive as in MySQL.
  */
 const COLUMN_TYPES: ColumnTypes = {
+  dialect: 'sqlite',
   id: sql`integer`,
   bigint: sql`integer`,
   timestamp: sql`text`,

@@ -56,6 +56,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0017_event_attempts',
       '0018_bulk_replays',
       '0019_admin_page_indexes',
+      '0020_scheduled_runs',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

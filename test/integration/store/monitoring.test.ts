@@ -51,6 +51,7 @@ for (const backend of STORE_BACKENDS) {
         '0017_event_attempts',
         '0018_bulk_replays',
         '0019_admin_page_indexes',
+        '0020_scheduled_runs',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
