@@ -140,7 +140,7 @@ export class AdminActions {
     const before = await this.bulkJobs.find(id);
     if (!before) return null;
     if (before.state !== 'running' && before.state !== 'interrupted') return before;
-    const job = await this.bulkJobs.requestCancel(id);
+    const job = await this.bulkJobs.requestCancel(before);
     await this.audit.record(
       actor,
       'bulk_replay_cancel',

@@ -100,22 +100,20 @@ export class BulkReplayJobs {
   }
 
   /**
-   * Asks the job to stop after the event in hand; a job whose process died is marked cancelled at
-   * once, since no runner is left to see the request. Null when there is no such job.
+   * Asks `job` (as just read) to stop after the event in hand; a job whose process died is marked
+   * cancelled at once, since no runner is left to see the request. Returns the job as it now stands.
    */
-  async requestCancel(id: string): Promise<BulkReplayJob | null> {
-    const job = await this.find(id);
-    if (!job) return null;
-    if (job.state === 'running') await this.db.updateTable('bulk_replays').set({ cancel_requested: 1 }).where('job_key', '=', id).execute();
+  async requestCancel(job: BulkReplayJob): Promise<BulkReplayJob | null> {
+    if (job.state === 'running') await this.db.updateTable('bulk_replays').set({ cancel_requested: 1 }).where('job_key', '=', job.id).execute();
     if (job.state === 'interrupted') {
       await this.db
         .updateTable('bulk_replays')
         .set({ cancel_requested: 1, state: 'cancelled', finished_at: toDbTime(this.clock.now()) })
-        .where('job_key', '=', id)
+        .where('job_key', '=', job.id)
         .where('state', '=', 'running')
         .execute();
     }
-    return this.find(id);
+    return this.find(job.id);
   }
 
   /** The latest jobs first. */
