@@ -6,7 +6,7 @@ import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
-import { paymentKey } from '../src/store/payment-leases.js';
+import { paymentKey } from '../src/store/payment-locks.js';
 import { fromDbTime, toDbTime } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';

@@ -82,7 +82,15 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   const logger = options.logger ?? createLogger(config.logLevel);
   // The course platform's migrations stay known where it is not in use: a database it ran on is fine.
   const domains = composeDomains(config, inboxDomains(config, options), [coursePlatform]);
-  const store = openStore(config.databaseUrl, { poolSize: config.dbPoolSize, recordConnections: config.dbRecordConnections, clock, migrations: domains.migrations });
+  const store = openStore(config.databaseUrl, {
+    poolSize: config.dbPoolSize,
+    recordConnections: config.dbRecordConnections,
+    clock,
+    migrations: domains.migrations,
+    idleTransactionTimeoutMs: config.processing.leaseMs,
+    // An inline request answers after its event's processing: it does not wait for company.
+    processingBatchWaitMs: config.processing.mode === 'inline' ? 0 : config.processing.batchWaitMs,
+  });
   const outbox = new OutboxStore(store.db, clock);
   const counted = options.metrics ?? new PrometheusMetrics({ stats: () => store.pipelineStats(), outboxStats: () => outbox.countByStatus(), clock, logger });
   // Deliveries per minute go to the database too, so the admin overview sums every process.
@@ -120,9 +128,6 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
     clock,
     logger,
     metrics,
-    // Whether the attempt came from a worker or an inline request, the waiting event goes to this
-    // process's workers.
-    handOff: (id) => pool.enqueue(id),
   });
   const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
   const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });

@@ -27,6 +27,13 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
  * trip (docs/performance.md has the measurements).
  */
 export const DEFAULT_RECORD_CONNECTIONS = 2;
+
+/**
+ * How long a background claim or completion waits for others to share its transaction. At a moderate
+ * rate, a batch would otherwise start with the first event and carry it alone, paying the whole
+ * transaction's statements for one event; a few milliseconds of lag make batches of several.
+ */
+export const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
 /** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
 export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -89,6 +96,7 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
       retryBaseMs,
       retryMaxMs,
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
+      batchWaitMs: read.integer('WORKER_BATCH_WAIT_MS', DEFAULT_WORKER_BATCH_WAIT_MS, { min: 0, max: 1000, hint: 'it adds to the processing lag of every event' }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
       recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },

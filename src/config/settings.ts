@@ -32,6 +32,8 @@ export interface ProcessingSettings {
   retryBaseMs: number;
   retryMaxMs: number;
   sweepIntervalMs: number;
+  /** Background mode: how long a claim or a completion waits for others to share its transaction (WORKER_BATCH_WAIT_MS). */
+  batchWaitMs: number;
   inlineWaitMs: number;
   /** How long a delivery waits for its database insert before the answer is a 503. */
   recordTimeoutMs: number;

@@ -12,10 +12,18 @@ export interface StoreBackend {
   /** Group-commit batches that may commit at the same time (one for a single-writer database). */
   readonly maxConcurrentBatches: number;
   /**
+   * Whether a transaction locks the rows it reads with SELECT ... FOR UPDATE until it ends. False for
+   * a database whose write transactions run one at a time (SQLite): they never meet.
+   */
+  readonly lockingReads: boolean;
+  /**
    * `preparedStatements`: statements with values run prepared on the server, where the backend can
    * (for the few shapes the acknowledgement path runs; see mysql/prepared-pool.ts).
+   * `idleTransactionTimeoutMs`: the server drops the connection of a transaction idle this long (its
+   * process stalled), which rolls it back and frees its locks, where the server can (MariaDB,
+   * PostgreSQL); unset, it waits for the process.
    */
-  connect(url: string, options: { poolSize: number; preparedStatements?: boolean }): Kysely<InboxDatabase>;
+  connect(url: string, options: { poolSize: number; preparedStatements?: boolean; idleTransactionTimeoutMs?: number }): Kysely<InboxDatabase>;
   /** Creates the database itself when the server allows it and it is missing. */
   ensureDatabase(url: string): Promise<void>;
   /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */

@@ -1,9 +1,10 @@
 /**
- * Group commit: concurrent requests run together, as one batch, in one transaction. Nothing waits
- * on a timer: a request arriving while every slot is busy joins the next batch, which starts as soon
- * as a batch in flight finishes, so batches grow with load and a lone request goes at once (after
- * the current event-loop turn, so requests parsed in the same turn share a batch). Each caller gets
- * its own result, after the batch that carried it has committed, or its own error.
+ * Group commit: concurrent requests run together, as one batch, in one transaction. A request
+ * arriving while every slot is busy joins the next batch, which starts as soon as a batch in flight
+ * finishes, so batches grow with load. A lone request goes at once (after the current event-loop
+ * turn, so requests parsed in the same turn share a batch), unless the batcher is told to wait for
+ * company (`waitMs`). Each caller gets its own result, after the batch that carried it has
+ * committed, or its own error.
  */
 /** Thrown inside a batch's transaction to roll it back; its requests then run one by one. */
 export class BatchAbandoned extends Error {}
@@ -13,6 +14,13 @@ export interface BatcherOptions<Input, Output> {
   maxBatch: number;
   /** Batches running at the same time. */
   maxInFlight: number;
+  /**
+   * How long a request may wait for others to share its batch: a batch starts once it is full or its
+   * oldest request has waited this long. For work whose callers can wait (background processing),
+   * so that a moderate load still makes batches of several instead of one statement set per
+   * request. 0 (the default): a batch starts as soon as a slot is free.
+   */
+  waitMs?: number;
   /** Size of a request (e.g. payload bytes); a batch stops growing once `maxWeight` is reached. */
   weight?: (input: Input) => number;
   maxWeight?: number;
@@ -33,6 +41,8 @@ export type BatchRunner<Input, Output> = (inputs: Input[]) => Promise<Array<Prom
 
 interface Pending<Input, Output> {
   input: Input;
+  /** When it was queued (performance.now()), for `waitMs`. */
+  queuedAt: number;
   resolve: (output: Output) => void;
   reject: (error: unknown) => void;
 }
@@ -41,6 +51,8 @@ export class Batcher<Input, Output> {
   private readonly queue: Array<Pending<Input, Output>> = [];
   private inFlight = 0;
   private scheduled = false;
+  /** Set while the queue waits for company (see `waitMs`): starts the batches when the oldest has waited enough. */
+  private waiting: NodeJS.Timeout | undefined;
   /** The outputs of the requests queued or running, by coalescing key. */
   private readonly unsettled = new Map<string, Promise<Output>>();
 
@@ -64,7 +76,7 @@ export class Batcher<Input, Output> {
 
   private enqueue(input: Input): Promise<Output> {
     return new Promise<Output>((resolve, reject) => {
-      this.queue.push({ input, resolve, reject });
+      this.queue.push({ input, resolve, reject, queuedAt: performance.now() });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
@@ -77,6 +89,14 @@ export class Batcher<Input, Output> {
 
   private startBatches(): void {
     while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+      const waitLeft = this.waitLeft();
+      if (waitLeft > 0) {
+        this.waiting ??= setTimeout(() => {
+          this.waiting = undefined;
+          this.startBatches();
+        }, waitLeft);
+        return;
+      }
       const batch = this.takeBatch();
       this.inFlight++;
       // run() settles every request itself and never rejects.
@@ -85,6 +105,13 @@ export class Batcher<Input, Output> {
         this.startBatches();
       });
     }
+  }
+
+  /** Milliseconds the queue should still wait for company before its next batch starts; 0: start now. */
+  private waitLeft(): number {
+    const { waitMs = 0, maxBatch } = this.options;
+    if (waitMs <= 0 || this.queue.length >= maxBatch) return 0;
+    return Math.max(0, Math.ceil(this.queue[0]!.queuedAt + waitMs - performance.now()));
   }
 
   private takeBatch(): Array<Pending<Input, Output>> {

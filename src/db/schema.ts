@@ -94,18 +94,14 @@ export interface BulkReplaysTable {
 }
 
 /**
- * One row per payment that had an event claimed: the lease of the event being processed for it, so two
- * events of one payment are never processed at the same time. Same token and expiry as that event's
- * lease; free when the token is NULL or the expiry has passed.
+ * One row per payment that had an event claimed, made by the claim: the transaction that applies an
+ * event locks its payment's row first, so two events of one payment are never processed at the same
+ * time (see store/payment-locks.ts).
  */
 export interface PaymentLeasesTable {
   id: Generated<number>;
   provider: string;
   payment_id: string;
-  /** webhook_events.id of the holder. */
-  event_row_id: number | null;
-  lease_token: string | null;
-  lease_expires_at: DbTime | null;
 }
 
 export interface PaymentsTable {

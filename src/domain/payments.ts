@@ -1,5 +1,5 @@
 import { sql, type Insertable, type Selectable } from 'kysely';
-import { paymentKey, wherePayments } from '../store/payment-leases.js';
+import { paymentKey, wherePayments } from '../store/payment-locks.js';
 import { perBatch } from '../store/complete.js';
 import type { DbTime, PaymentsTable } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
@@ -47,12 +47,12 @@ interface PaymentUpdate extends PaymentKey {
 
 /**
  * Applies a payment event forward-only (docs/design.md, invariant 4). Events of one payment are processed
- * one at a time (the payment lease), so the payment is read once and written at most once; the write
+ * one at a time (the transaction locks the payment first), so the payment is read once and written at most once; the write
  * is still conditional (an earlier state, a missing detail), so that even concurrent writers could
  * only move the payment forward and fill what is empty. A stale event still completes missing
  * details: a late event may be the only one that carries the customer's metadata.
  *
- * The payments of a completion batch that it holds the lease of are read together by the batch's
+ * The payments of a completion batch, one event each, are read together by the batch's
  * first event and written together at its commit (`batch.atCommit`): one read, at most one insert
  * and one update for the whole batch. Until then the `payments` table does not show the change;
  * `PaymentChange.payment` does.
@@ -69,7 +69,7 @@ export async function advancePayment(tx: BusinessTransaction, provider: string, 
       return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
     }
     if (await insertPayments(tx, [created])) return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
-    // Created by another writer since the read: this event holds no lease on the payment.
+    // Created by another writer since the read: this event's transaction holds no lock on the payment.
     current = (await readPayment(tx, key))!;
   }
 
@@ -161,7 +161,7 @@ async function updatePayments(tx: BusinessTransaction, updates: PaymentUpdate[])
     .execute();
 }
 
-/** The payments a completion batch holds the leases of: read by its first event, written at its commit. */
+/** The payments a completion batch has locked: read by its first event, written at its commit. */
 interface BatchPayments {
   read: Promise<Map<string, PaymentRow>>;
   inserts: PaymentRow[];
@@ -185,9 +185,9 @@ const paymentsOfBatch = perBatch<BatchPayments>(
     updates: [],
   }),
   async (tx, { inserts, updates }) => {
-    // A row created since the read by a writer outside the lease (an operator's tool): the batch is
+    // A row created since the read by a writer that does not take the lock (an operator's tool): the batch is
     // abandoned, and each of its events, completed alone, reads its payment again.
-    if (inserts.length > 0 && !(await insertPayments(tx, inserts))) throw new Error('a payment was created outside its lease during the batch');
+    if (inserts.length > 0 && !(await insertPayments(tx, inserts))) throw new Error('a payment was created outside its lock during the batch');
     if (updates.length > 0) await updatePayments(tx, updates);
   },
 );

@@ -26,11 +26,6 @@ export interface ProcessorOptions {
   clock: Clock;
   logger: Logger;
   metrics: InboxMetrics;
-  /**
-   * Takes an event of the same payment that became due while this one held the payment (its claim
-   * was refused), so it runs at once instead of waiting for the sweeper.
-   */
-  handOff?: (id: number) => void;
 }
 
 /**
@@ -80,7 +75,6 @@ export class Processor {
         );
     }
     for (const wake of [...(this.attemptWaiters.get(id) ?? [])]) wake();
-    if (attempt.result !== 'lease_lost') await this.handOff(lease);
     return attempt;
   }
 
@@ -126,13 +120,6 @@ export class Processor {
       ),
     );
     return released.filter(Boolean).length;
-  }
-
-  private async handOff(lease: Lease): Promise<void> {
-    const { store, handOff } = this.options;
-    if (!lease.payment || !handOff) return;
-    const next = await store.nextDueEventOfPayment(lease.payment).catch(() => null);
-    if (next !== null) handOff(next);
   }
 
   private async attempt(lease: Lease, event: InboxEvent, log: Logger): Promise<AttemptOutcome> {

@@ -1,14 +1,14 @@
-import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
-import { caseWhen } from '../db/sql-case.js';
+import { type Insertable, type Kysely, type Selectable } from 'kysely';
 import { newLease } from '../db/lease.js';
 import { fromDbTime, toDbTime, type DbTime, type EventAttemptsTable, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { ProviderName } from '../model/delivery.js';
 import type { ClaimedEvent, Lease, PaymentRef } from './inbox-store.js';
-import { paymentKey, wherePayments } from './payment-leases.js';
+import { ensurePaymentRows } from './payment-locks.js';
 
 /**
- * Claiming events: a batch of claims is one transaction of a few statements, whatever its size. Each
- * claim takes the event's lease and its payment's, or neither.
+ * Claiming events: a batch of claims is one statement, whatever its size, and takes each event's
+ * lease. The payment is not held by the claim: the transaction that applies the event locks it (see
+ * payment-locks.ts).
  */
 
 type EventRow = Selectable<WebhookEventsTable>;
@@ -24,95 +24,51 @@ function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef |
 }
 
 /**
- * Claims the due events among `ids` for one owner: both leases of each (its payment's and its own) or
- * neither, one event per payment. Returns the claims by id; an event is missing when it was not due,
- * was taken by someone else, or its payment is busy (it is handed on when the payment frees).
+ * Claims the due events among `ids` for one owner. Returns the claims by id; an event is missing when
+ * it was not due or was taken by someone else.
  *
- * The events are read first, outside the transaction; each lease is then taken only if the row still
- * has the attempt count that was read, so the read stays true for every event claimed: a concurrent
- * claim in between makes this one miss, never double.
+ * The events are read first; each lease is then taken only if the row still has the attempt count
+ * that was read, so the read stays true for every event claimed: a concurrent claim in between makes
+ * this one miss, never double.
  */
 export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Map<number, ClaimedEvent>> {
   const nowDb = toDbTime(now);
-  const rows = await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute();
-  const candidates = new Map<string, EventRow>();
-  for (const row of rows.filter((r) => isDue(r, nowDb)).sort((a, b) => a.id - b.id)) {
-    // One event per payment: the others wait for it, as they would for another worker.
-    const key = row.payment_id === null ? `event\u0000${row.id}` : paymentKey(row.provider, row.payment_id);
-    if (!candidates.has(key)) candidates.set(key, row);
-  }
-  if (candidates.size === 0) return new Map();
-  const payments = [...candidates.values()].map(paymentOf).filter((p): p is PaymentRef => p !== null);
-  // Created before the transaction, on their own: an INSERT IGNORE that meets an existing row takes a
-  // shared lock, and two claims each holding one while waiting to update the row would deadlock.
-  if (payments.length > 0) {
-    await db
-      .insertInto('payment_leases')
-      .orIgnore()
-      .values(payments.map((p) => ({ provider: p.provider, payment_id: p.paymentId })))
-      .execute();
-  }
+  const due = (await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute()).filter((row) => isDue(row, nowDb));
+  if (due.length === 0) return new Map();
+  await ensurePaymentRows(
+    db,
+    due.map(paymentOf).filter((p): p is PaymentRef => p !== null),
+  );
 
   const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
-  const claimed = await db.transaction().execute(async (tx) => {
-    let events = [...candidates.values()];
-    const holders = events.filter((row) => row.payment_id !== null);
-    if (holders.length > 0) {
-      // Payment leases first (the lock order every writer keeps); one statement takes every free one.
-      const taken = await tx
-        .updateTable('payment_leases')
-        .set((eb) => ({
-          lease_token: token,
-          lease_expires_at: columns.lease_expires_at,
-          event_row_id: caseWhen(
-            holders.map((row) => [eb.and([eb('provider', '=', row.provider), eb('payment_id', '=', row.payment_id!)]), row.id]),
-            sql.ref('event_row_id'),
-          ),
-        }))
-        .where(wherePayments(payments))
-        .where((eb) => eb.or([eb('lease_token', 'is', null), eb('lease_expires_at', '<=', nowDb)]))
-        .executeTakeFirst();
-      if (Number(taken.numUpdatedRows) !== payments.length) {
-        const held = await tx.selectFrom('payment_leases').select(['provider', 'payment_id', 'lease_token']).where(wherePayments(payments)).execute();
-        const ours = new Set(held.filter((p) => p.lease_token === token).map((p) => paymentKey(p.provider, p.payment_id)));
-        events = events.filter((row) => row.payment_id === null || ours.has(paymentKey(row.provider, row.payment_id)));
-        if (events.length === 0) return [];
-      }
-    }
-    const updated = await tx
+  const claim = async (runner: Kysely<InboxDatabase>): Promise<EventRow[]> => {
+    const updated = await runner
       .updateTable('webhook_events')
       .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), claimed_at: nowDb, ...columns }))
-      .where((eb) => eb.or(events.map((row) => eb.and([eb('id', '=', row.id), eb('attempts', '=', row.attempts)]))))
+      .where((eb) => eb.or(due.map((row) => eb.and([eb('id', '=', row.id), eb('attempts', '=', row.attempts)]))))
       .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
       .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) !== events.length) {
-      const rows = await tx
+    let events = due;
+    if (Number(updated.numUpdatedRows) !== due.length) {
+      const rows = await runner
         .selectFrom('webhook_events')
         .select(['id', 'lease_token'])
         .where(
           'id',
           'in',
-          events.map((row) => row.id),
+          due.map((row) => row.id),
         )
         .execute();
       const leased = new Set(rows.filter((r) => r.lease_token === token).map((r) => r.id));
-      const missed = events.filter((row) => !leased.has(row.id));
-      events = events.filter((row) => leased.has(row.id));
-      const freed = missed.map(paymentOf).filter((p): p is PaymentRef => p !== null);
-      if (freed.length > 0) {
-        await tx
-          .updateTable('payment_leases')
-          .set({ event_row_id: null, lease_token: null, lease_expires_at: null })
-          .where(wherePayments(freed))
-          .where('lease_token', '=', token)
-          .execute();
-      }
+      events = due.filter((row) => leased.has(row.id));
     }
     // Only a takeover writes here, never an ordinary claim: the attempt whose lease expired.
     const abandoned = events.filter((row) => row.status === 'processing');
-    if (abandoned.length > 0) await tx.insertInto('event_attempts').values(abandoned.map(expiredAttempt)).execute();
+    if (abandoned.length > 0) await runner.insertInto('event_attempts').values(abandoned.map(expiredAttempt)).execute();
     return events;
-  });
+  };
+  // A takeover records the attempt it ends with the claim, atomically; an ordinary claim is one statement.
+  const claimed = due.some((row) => row.status === 'processing') ? await db.transaction().execute(claim) : await claim(db);
 
   return new Map(
     claimed.map((row): [number, ClaimedEvent] => {

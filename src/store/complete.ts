@@ -5,7 +5,7 @@ import { heldBy } from '../db/lease.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import { LeaseLostError } from '../errors.js';
 import type { BusinessTransaction, CompletionBatch, CompletionWork, Lease, PaymentRef } from './inbox-store.js';
-import { releasePaymentLeases } from './payment-leases.js';
+import { lockPayments } from './payment-locks.js';
 
 /**
  * Completing events: each event's business work and its "processed" mark in one transaction, fenced
@@ -20,15 +20,17 @@ export interface CompletionRequest {
 }
 
 /**
- * Runs every request's work and marks its event processed, all in one transaction: the payment
- * leases released and the events fenced by one statement each. The whole batch stands or falls
+ * Runs every request's work and marks its event processed, all in one transaction: the payments
+ * locked first and the events fenced by one statement each. The requests must be about different
+ * payments (one event per payment in a batch, see CompletionBatch). The whole batch stands or falls
  * together: if one work fails or one lease was lost, it rolls back and returns null, and the caller
- * runs each request alone so that a failure stays with its own event.
+ * runs each request alone so that a failure stays with its own event. `lockingReads`: see lockPayments.
  */
-export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], now: () => Date): Promise<string[] | null> {
+export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], lockingReads: boolean, now: () => Date): Promise<string[] | null> {
   try {
     return await db.transaction().execute(async (tx) => {
       const batch = TransactionBatch.of(requests.map((r) => r.lease));
+      await lockPayments(tx, batch.payments, lockingReads);
       const outcomes: string[] = [];
       try {
         for (const { work } of requests) outcomes.push(await work(tx, batch));
@@ -86,12 +88,10 @@ export function perBatch<T, Tx = BusinessTransaction>(create: (batch: Completion
 }
 
 /**
- * Releases the leases' payments and marks their events processed, each only while the lease's own
- * token still holds it (and, for the event, has not expired); any miss throws LeaseLostError, which
- * rolls the transaction back.
+ * Marks the leases' events processed, each only while the lease's own token still holds it and has
+ * not expired; any miss throws LeaseLostError, which rolls the transaction back.
  */
 export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: string[], now: DbTime): Promise<void> {
-  if (!(await releasePaymentLeases(tx, leases))) throw new LeaseLostError(leases[0]!.id);
   const fenced = await tx
     .updateTable('webhook_events')
     .set({
@@ -111,9 +111,10 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
 }
 
 /** One event's completion in a transaction of its own, so a failure or a lost lease stays with it. */
-export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, now: () => Date): Promise<string> {
+export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, lockingReads: boolean, now: () => Date): Promise<string> {
   return db.transaction().execute(async (tx) => {
     const batch = TransactionBatch.of([lease]);
+    await lockPayments(tx, batch.payments, lockingReads);
     const outcome = await work(tx, batch);
     await batch.writeDeferred(tx);
     await fence(tx, [lease], [outcome], toDbTime(now()));
@@ -131,12 +132,11 @@ export function capped(text: string, max: number): string {
 
 /**
  * A failed attempt: the event is `failed` with its error and next attempt (none when `retryAt` is
- * null), its payment is free, and the attempt is kept in event_attempts; only while the lease still
- * holds it. True when it did. `now`: the failure's time.
+ * null), and the attempt is kept in event_attempts; only while the lease still holds it. True when it
+ * did. `now`: the failure's time.
  */
 export async function failAttempt(db: Kysely<InboxDatabase>, lease: Lease, error: string, retryAt: Date | null, now: Date): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
-    await releasePaymentLeases(tx, [lease]);
     const result = await tx
       .updateTable('webhook_events')
       .set({ status: 'failed', last_error: error, next_attempt_at: retryAt ? toDbTime(retryAt) : null, lease_token: null, lease_expires_at: null })

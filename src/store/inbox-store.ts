@@ -36,7 +36,7 @@ export interface Lease {
   claimedAt: Date;
   /** Attempts including this one. */
   attempts: number;
-  /** The payment whose lease is held too (events of one payment never run at the same time). */
+  /** The payment the event is about: the transaction that applies it locks the payment first (see payment-locks.ts). */
   payment: PaymentRef | null;
 }
 
@@ -83,7 +83,7 @@ export type BusinessTransaction = Transaction<InboxDatabase>;
 
 /** What the works of one completion transaction share, so that many events cost few statements. */
 export interface CompletionBatch {
-  /** The payments whose events the transaction completes, one event each (the payment lease). */
+  /** The payments whose events the transaction completes, one event each, locked by it. */
   readonly payments: PaymentRef[];
   /**
    * Runs `write` in the transaction after every work of the batch, before the fence: rows that many
@@ -115,14 +115,15 @@ export interface InboxStore {
 
   /**
    * Takes the lease if the event is due: new, failed with its retry time reached, or processing with
-   * an expired lease (takeover). Returns null when someone else holds it, nothing is due, or another
-   * event of the same payment holds the payment's lease (it is offered again later).
+   * an expired lease (takeover). Returns null when someone else holds it or nothing is due.
    */
   claim(id: number, owner: string, leaseMs: number): Promise<ClaimedEvent | null>;
 
   /**
-   * Runs `work` and marks the event processed in ONE transaction. The lease is checked by the same
-   * transaction just before commit; a lost or expired lease throws LeaseLostError and rolls back.
+   * Runs `work` and marks the event processed in ONE transaction. The transaction first locks the
+   * event's payment, so another event of that payment, wherever it runs, waits for this one to
+   * commit. The lease is checked by the same transaction just before commit; a lost or expired lease
+   * throws LeaseLostError and rolls back.
    */
   completeFenced(lease: Lease, work: CompletionWork): Promise<string>;
 
@@ -131,9 +132,6 @@ export interface InboxStore {
 
   /** Ids of events due for at least `overdueMs` (default 0), oldest due first. */
   dueEventIds(limit: number, overdueMs?: number): Promise<number[]>;
-
-  /** The payment's event due the longest (one that waited while another held the payment), if any. */
-  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null>;
 
   eventState(id: number): Promise<EventState | null>;
   findEvent(provider: string, eventId: string): Promise<EventState | null>;

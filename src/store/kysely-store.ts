@@ -5,14 +5,14 @@ import { Batcher } from '../db/batcher.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
 import { migrateToLatest, pendingMigrations } from '../db/migrate.js';
 import type { DomainMigrations } from '../db/migrations.js';
-import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import type { InboxDatabase } from '../db/schema.js';
 import type { VerifiedEvent } from '../model/delivery.js';
 import { claimBatch } from './claim.js';
 import { completeBatch, completeOne, failAttempt, type CompletionRequest } from './complete.js';
 import { DatabaseErrors } from './database-errors.js';
 import { dueEventIds, eventById, eventByKey, pipelineStats } from './event-queries.js';
-import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PaymentRef, PipelineStats, RecordResult } from './inbox-store.js';
-import { nextDueEvents, paymentKey } from './payment-leases.js';
+import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
+import { paymentKey } from './payment-locks.js';
 import { EventRecorder } from './record.js';
 
 /**
@@ -32,7 +32,7 @@ const PROCESSING_BATCHES_IN_FLIGHT = 2;
 
 /**
  * The store, written once over Kysely: each operation lives in its own file (record, claim, complete,
- * payment leases, event queries); this class batches the workers' operations (see Batcher) and meets
+ * payment locks, event queries); this class batches the workers' operations (see Batcher) and meets
  * the database's errors (see DatabaseErrors). The backend supplies what differs per database.
  */
 export class KyselyInboxStore implements InboxStore {
@@ -41,7 +41,6 @@ export class KyselyInboxStore implements InboxStore {
   private readonly recorder: EventRecorder;
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
-  private readonly handOffs: Batcher<PaymentRef, number | null>;
 
   /**
    * @param ackDb connections of the acknowledgement path alone (see EventRecorder).
@@ -56,17 +55,22 @@ export class KyselyInboxStore implements InboxStore {
     private readonly url: string,
     /** Those of the domains in use, applied with the inbox's own. */
     private readonly domainMigrations: DomainMigrations,
+    /** How long a claim or a completion waits for others to share its transaction (Batcher's `waitMs`). */
+    processingBatchWaitMs: number,
   ) {
     this.backend = storeBackend.name;
     this.errors = new DatabaseErrors(storeBackend);
     this.recorder = new EventRecorder(ackDb, recordBatches, storeBackend, this.errors, clock);
-    const processing = { maxBatch: MAX_PROCESSING_BATCH, maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches) };
+    const processing = {
+      maxBatch: MAX_PROCESSING_BATCH,
+      maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches),
+      waitMs: processingBatchWaitMs,
+    };
     this.claims = new Batcher(
       claimsByOwner((ids, owner, leaseMs) => this.errors.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),
       processing,
     );
     this.completions = new Batcher((requests) => this.completeMany(requests), processing);
-    this.handOffs = new Batcher((payments) => this.nextDueOfPayments(payments), processing);
   }
 
   migrate(): Promise<string[]> {
@@ -97,11 +101,36 @@ export class KyselyInboxStore implements InboxStore {
     return this.completions.submit({ lease, work });
   }
 
+  /**
+   * Completes `requests`, one event per payment in each transaction: a second event of a payment
+   * waits for the next round (its transaction would wait for the first's lock anyway), so a
+   * payment's events commit in the order they were submitted.
+   */
   private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
+    const results: Array<PromiseSettledResult<string>> = [];
+    let pending = requests.map((request, index) => ({ request, index }));
+    while (pending.length > 0) {
+      const payments = new Set<string>();
+      const round = pending.filter(({ request: { lease } }) => {
+        if (lease.payment === null) return true;
+        const key = paymentKey(lease.payment.provider, lease.payment.paymentId);
+        if (payments.has(key)) return false;
+        payments.add(key);
+        return true;
+      });
+      pending = pending.filter((entry) => !round.includes(entry));
+      const settled = await this.completeRound(round.map(({ request }) => request));
+      round.forEach(({ index }, i) => (results[index] = settled[i]!));
+    }
+    return results;
+  }
+
+  private async completeRound(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
     const now = () => this.clock.now();
+    const { lockingReads } = this.storeBackend;
     if (requests.length > 1) {
       try {
-        const outcomes = await this.errors.withConflictRetries(() => completeBatch(this.db, requests, now));
+        const outcomes = await this.errors.withConflictRetries(() => completeBatch(this.db, requests, lockingReads, now));
         if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
       } catch (error) {
         if (this.storeBackend.isUnavailable(error)) throw this.errors.translate(error);
@@ -109,7 +138,7 @@ export class KyselyInboxStore implements InboxStore {
     }
     // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
     // failure or a lost lease stays with its event.
-    return Promise.allSettled(requests.map((request) => this.errors.withConflictRetries(() => completeOne(this.db, request, now))));
+    return Promise.allSettled(requests.map((request) => this.errors.withConflictRetries(() => completeOne(this.db, request, lockingReads, now))));
   }
 
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
@@ -118,15 +147,6 @@ export class KyselyInboxStore implements InboxStore {
 
   dueEventIds(limit: number, overdueMs = 0): Promise<number[]> {
     return this.errors.guard(() => dueEventIds(this.db, new Date(this.clock.now().getTime() - overdueMs), limit));
-  }
-
-  nextDueEventOfPayment(payment: PaymentRef): Promise<number | null> {
-    return this.handOffs.submit(payment);
-  }
-
-  private async nextDueOfPayments(payments: PaymentRef[]): Promise<Array<PromiseSettledResult<number | null>>> {
-    const next = await this.errors.guard(() => nextDueEvents(this.db, payments, toDbTime(this.clock.now())));
-    return payments.map((p) => ({ status: 'fulfilled', value: next.get(paymentKey(p.provider, p.paymentId)) ?? null }));
   }
 
   eventState(id: number): Promise<EventState | null> {

@@ -7,11 +7,34 @@ import type { InboxStore } from './inbox-store.js';
 
 /**
  * Chooses the store backend once, from the DATABASE_URL scheme (validated by config/database-url.ts).
- * `migrations`: those of the domains in use, applied with the inbox's own.
+ * `migrations`: those of the domains in use, applied with the inbox's own. `idleTransactionTimeoutMs`:
+ * see StoreBackend.connect; workers pass their lease time, past which a stalled worker's transaction
+ * could not commit anyway, so that the payments it locked are freed then.
  */
-export function openStore(url: string, options: { poolSize: number; recordConnections?: number; clock: Clock; migrations?: DomainMigrations }): InboxStore {
+export function openStore(
+  url: string,
+  options: {
+    poolSize: number;
+    recordConnections?: number;
+    clock: Clock;
+    migrations?: DomainMigrations;
+    idleTransactionTimeoutMs?: number;
+    /** How long a claim or a completion waits for others to share its transaction (see Batcher's `waitMs`); default 0. */
+    processingBatchWaitMs?: number;
+  },
+): InboxStore {
   const backend = backendFor(url);
   const recordBatches = Math.min(options.recordConnections ?? DEFAULT_RECORD_CONNECTIONS, backend.maxConcurrentBatches);
-  const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true });
-  return new KyselyInboxStore(backend.connect(url, { poolSize: options.poolSize }), ackDb, recordBatches, backend, options.clock, url, options.migrations ?? NO_DOMAIN_MIGRATIONS);
+  const { idleTransactionTimeoutMs } = options;
+  const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true, idleTransactionTimeoutMs });
+  return new KyselyInboxStore(
+    backend.connect(url, { poolSize: options.poolSize, idleTransactionTimeoutMs }),
+    ackDb,
+    recordBatches,
+    backend,
+    options.clock,
+    url,
+    options.migrations ?? NO_DOMAIN_MIGRATIONS,
+    options.processingBatchWaitMs ?? 0,
+  );
 }

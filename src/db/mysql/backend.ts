@@ -62,8 +62,9 @@ export const mysqlBackend: StoreBackend = {
   columnTypes: COLUMN_TYPES,
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
+  lockingReads: true,
 
-  connect(url, { poolSize, preparedStatements = false }) {
+  connect(url, { poolSize, preparedStatements = false, idleTransactionTimeoutMs }) {
     const pool = createPool({
       uri: url,
       connectionLimit: poolSize,
@@ -83,7 +84,14 @@ export const mysqlBackend: StoreBackend = {
     // read (under REPEATABLE READ an INSERT IGNORE can meet a row its snapshot does not show), and it
     // takes no gap locks. Correctness rests on unique keys and conditional updates, which read the
     // latest committed row under either level.
-    pool.on('connection', (connection) => connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED'));
+    pool.on('connection', (connection) => {
+      connection.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+      if (idleTransactionTimeoutMs !== undefined) {
+        // MariaDB's (10.3+), in whole seconds. MySQL has no such setting and refuses it: there a
+        // stalled transaction keeps its locks until its process wakes or its connection ends.
+        connection.query(`SET SESSION idle_transaction_timeout = ${Math.max(1, Math.ceil(idleTransactionTimeoutMs / 1000))}`, () => {});
+      }
+    });
     return new Kysely<InboxDatabase>({ dialect: new MysqlDialect({ pool: preparedStatements ? preparingPool(pool) : pool }) });
   },
 

@@ -121,11 +121,13 @@ export const postgresBackend: StoreBackend = {
   columnTypes: COLUMN_TYPES,
   // Row locks let batches commit side by side, and concurrent commits share a WAL flush.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
+  lockingReads: true,
 
-  connect(url, { poolSize, preparedStatements = false }) {
+  connect(url, { poolSize, preparedStatements = false, idleTransactionTimeoutMs }) {
     const pool = new pg.Pool({
       connectionString: url,
       max: poolSize,
+      ...(idleTransactionTimeoutMs === undefined ? {} : { idle_in_transaction_session_timeout: idleTransactionTimeoutMs }),
       connectionTimeoutMillis: 5000,
       keepAlive: true,
       types: INTEGER_IDS,

@@ -164,6 +164,7 @@ export const sqliteBackend: StoreBackend = {
   columnTypes: COLUMN_TYPES,
   // One writer at a time: a second batch would only wait for the first.
   maxConcurrentBatches: 1,
+  lockingReads: false,
 
   connect(url) {
     const parsed = sqliteFilePath(new URL(url));

@@ -57,6 +57,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0018_bulk_replays',
       '0019_admin_page_indexes',
       '0020_scheduled_runs',
+      '0021_payment_locks',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
@@ -311,8 +312,8 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     );
   });
 
-  // Alone (no lease on the payment: read and written at once) and in a batch holding the payment's
-  // lease (read with the batch, written at its commit).
+  // Alone (the payment not in the batch's locked payments: read and written at once) and in a batch
+  // that locked the payment (read with the batch, written at its commit).
   for (const leased of [false, true]) {
     test(`payments move forward only, whatever the order; late events still fill in details (${leased ? 'written at the batch commit' : 'written at once'})`, async () => {
       const paymentId = `pi_forward_${leased}`;

@@ -52,6 +52,7 @@ for (const backend of STORE_BACKENDS) {
         '0018_bulk_replays',
         '0019_admin_page_indexes',
         '0020_scheduled_runs',
+        '0021_payment_locks',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

@@ -147,6 +147,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { WORKER_CONCURRENCY: '2.5' }, variable: 'WORKER_CONCURRENCY' },
     { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
     { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
+    { env: { WORKER_BATCH_WAIT_MS: '1001' }, variable: 'WORKER_BATCH_WAIT_MS' },
     { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
     { env: { HEAP_GROWTH_PERCENT: '-10' }, variable: 'HEAP_GROWTH_PERCENT' },

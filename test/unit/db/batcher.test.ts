@@ -146,3 +146,30 @@ test("a request with the key of one queued or running gets that one's result or 
   runner.finish[1]!();
   assert.equal(await again, 70);
 });
+
+test('with waitMs, a lone request waits for company: a batch starts when full or when its oldest has waited', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 3, maxInFlight: 1, waitMs: 60 });
+  const started = performance.now();
+  const first = batcher.submit(1);
+  await tick();
+  assert.deepEqual(runner.batches, [], 'not at once');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const second = batcher.submit(2);
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.deepEqual(runner.batches, [[1, 2]], 'one batch, started by the wait of the first request');
+  runner.finish[0]!();
+  assert.deepEqual(await Promise.all([first, second]), [10, 20]);
+  assert.ok(performance.now() - started >= 60);
+
+  const full = [3, 4, 5, 6].map((n) => batcher.submit(n));
+  await tick();
+  assert.deepEqual(runner.batches.at(-1), [3, 4, 5], 'a full batch does not wait');
+  runner.finish[1]!();
+  await tick();
+  assert.equal(runner.batches.length, 2, 'the one left over waits for company again');
+  await new Promise((resolve) => setTimeout(resolve, 80));
+  assert.deepEqual(runner.batches.at(-1), [6]);
+  runner.finish[2]!();
+  assert.deepEqual(await Promise.all(full), [30, 40, 50, 60]);
+});
