@@ -65,7 +65,7 @@ interface TablesAt0006 {
   };
   orders: { id: Generated<number>; provider: string; payment_id: string };
   enrollments: { id: Generated<number>; provider: string; payment_id: string };
-  payment_leases: { id: Generated<number>; provider: string; payment_id: string; lease_token: string | null };
+  payment_leases: { id: Generated<number>; provider: string; payment_id: string };
   outbox: { id: Generated<number>; idempotency_key: string; payload: string; depends_on_key: string | null };
 }
 
@@ -135,8 +135,10 @@ async function movePayment(db: Kysely<TablesAt0006>, mihpayid: string, txnid: st
     const existing = await db.selectFrom(table).select('id').where('provider', '=', 'payu').where('payment_id', '=', txnid).executeTakeFirst();
     if (!existing) await db.updateTable(table).set({ payment_id: txnid }).where('provider', '=', 'payu').where('payment_id', '=', mihpayid).execute();
   }
-  // A lease row is made again at the next claim; one left behind only while it is free.
-  await db.deleteFrom('payment_leases').where('provider', '=', 'payu').where('payment_id', '=', mihpayid).where('lease_token', 'is', null).execute();
+  // The lock row under the old key, when one under the new key was kept: the next claim makes rows
+  // again, and a process of this version holds nothing in them across the upgrade (0021 removes the
+  // lease columns an older process wrote).
+  await db.deleteFrom('payment_leases').where('provider', '=', 'payu').where('payment_id', '=', mihpayid).execute();
   for (const prefix of EFFECT_PREFIXES) await moveEffect(db, `${prefix}:payu:${mihpayid}`, `${prefix}:payu:${txnid}`, txnid);
 }
 
