@@ -33,7 +33,7 @@ export const DEFAULT_RECORD_CONNECTIONS = 2;
  * rate, a batch would otherwise start with the first event and carry it alone, paying the whole
  * transaction's statements for one event; a few milliseconds of lag make batches of several.
  */
-export const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
+const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
 /** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
 export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -29,8 +29,11 @@ export interface CompletionRequest {
 export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], lockingReads: boolean, now: () => Date): Promise<string[] | null> {
   try {
     return await db.transaction().execute(async (tx) => {
-      const batch = TransactionBatch.of(requests.map((r) => r.lease));
-      await lockPayments(tx, batch.payments, lockingReads);
+      const batch = await TransactionBatch.locked(
+        tx,
+        requests.map((r) => r.lease),
+        lockingReads,
+      );
       const outcomes: string[] = [];
       try {
         for (const { work } of requests) outcomes.push(await work(tx, batch));
@@ -58,8 +61,11 @@ export class TransactionBatch implements CompletionBatch {
 
   constructor(readonly payments: PaymentRef[]) {}
 
-  static of(leases: Lease[]): TransactionBatch {
-    return new TransactionBatch(leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null));
+  /** The batch of `leases`, its payments locked by `tx` before any work runs (see lockPayments). */
+  static async locked(tx: BusinessTransaction, leases: Lease[], lockingReads: boolean): Promise<TransactionBatch> {
+    const batch = new TransactionBatch(leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null));
+    await lockPayments(tx, batch.payments, lockingReads);
+    return batch;
   }
 
   atCommit(write: (tx: BusinessTransaction) => Promise<void>): void {
@@ -113,8 +119,7 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
 /** One event's completion in a transaction of its own, so a failure or a lost lease stays with it. */
 export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, lockingReads: boolean, now: () => Date): Promise<string> {
   return db.transaction().execute(async (tx) => {
-    const batch = TransactionBatch.of([lease]);
-    await lockPayments(tx, batch.payments, lockingReads);
+    const batch = await TransactionBatch.locked(tx, [lease], lockingReads);
     const outcome = await work(tx, batch);
     await batch.writeDeferred(tx);
     await fence(tx, [lease], [outcome], toDbTime(now()));
