@@ -34,6 +34,7 @@ import { WorkerPool } from './processing/worker-pool.js';
 import { BackgroundWorkers } from './processing/background-workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
+import type { EventQueue } from './queue/queue.js';
 import { openStore } from './store/open-store.js';
 import type { InboxStore } from './store/inbox-store.js';
 
@@ -62,6 +63,11 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
   readinessChecks?: ReadinessCheck[];
   /** Your own outbox transports by kind, added to (or replacing) those of the domains. */
   transports?: OutboxTransports;
+  /**
+   * How recorded events are announced to the workers, instead of the transport REDIS_URL chooses
+   * (`serve` announces to its workers' thread over a message port).
+   */
+  queue?: EventQueue;
 }
 
 /**
@@ -130,7 +136,7 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
     metrics,
   });
   const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
-  const queue = openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
+  const queue = options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
   const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);

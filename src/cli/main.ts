@@ -19,6 +19,7 @@ import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { printJson } from './output.js';
+import { ProcessingThread } from './processing-thread.js';
 
 /** The package's own version; package.json sits two levels up from src/cli and from dist/cli alike. */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -39,7 +40,14 @@ program
   .action(async (options: { workers: boolean }) => {
     const { config } = configOrExit();
     setHeapGrowth(config.heapGrowthPercent);
-    const { app, inbox } = await createApp(config, { workers: options.workers });
+    const { processing } = config;
+    const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
+    const { app, inbox } = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue });
+    if (thread) {
+      thread.start(inbox);
+      // onClose hooks run last-added first: the thread finishes its events before the inbox closes the store.
+      app.addHook('onClose', () => thread.stop(config.shutdownTimeoutMs));
+    }
     // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
     try {

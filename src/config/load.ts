@@ -34,6 +34,13 @@ export const DEFAULT_RECORD_CONNECTIONS = 2;
  * transaction's statements for one event; a few milliseconds of lag make batches of several.
  */
 const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
+
+/**
+ * The workers' thread yields the cores to the acknowledgements when both want them: at nice 10 the
+ * kernel gives it about a tenth of the weight of the request thread, and all the time the requests
+ * leave.
+ */
+const DEFAULT_WORKER_NICE = 10;
 /** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
 export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -97,6 +104,10 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
       retryMaxMs,
       sweepIntervalMs: read.integer('SWEEP_INTERVAL_MS', 1000, { min: 10, max: 3_600_000 }),
       batchWaitMs: read.integer('WORKER_BATCH_WAIT_MS', DEFAULT_WORKER_BATCH_WAIT_MS, { min: 0, max: 1000, hint: 'it adds to the processing lag of every event' }),
+      thread: {
+        enabled: read.boolean('WORKER_THREAD', true),
+        nice: read.integer('WORKER_NICE', DEFAULT_WORKER_NICE, { min: 0, max: 19 }),
+      },
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
       recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },

@@ -34,6 +34,11 @@ export interface ProcessingSettings {
   sweepIntervalMs: number;
   /** Background mode: how long a claim or a completion waits for others to share its transaction (WORKER_BATCH_WAIT_MS). */
   batchWaitMs: number;
+  /**
+   * `serve` in background mode: the workers run in a thread of their own (WORKER_THREAD), at a lower
+   * CPU priority (WORKER_NICE, 0 for the same), so processing never holds up an acknowledgement.
+   */
+  thread: { enabled: boolean; nice: number };
   inlineWaitMs: number;
   /** How long a delivery waits for its database insert before the answer is a 503. */
   recordTimeoutMs: number;

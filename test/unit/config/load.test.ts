@@ -34,6 +34,7 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.processing.mode, 'background');
     assert.equal(config.processing.leaseMs, 30_000);
     assert.equal(config.processing.recordTimeoutMs, 2000);
+    assert.deepEqual(config.processing.thread, { enabled: true, nice: 10 }, "serve's workers in a thread of their own, at nice 10");
     assert.equal(config.heapGrowthPercent, 60);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
     assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
@@ -148,6 +149,9 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { MAX_ATTEMPTS: 'many' }, variable: 'MAX_ATTEMPTS' },
     { env: { SWEEP_INTERVAL_MS: '5' }, variable: 'SWEEP_INTERVAL_MS' },
     { env: { WORKER_BATCH_WAIT_MS: '1001' }, variable: 'WORKER_BATCH_WAIT_MS' },
+    { env: { WORKER_THREAD: 'yes please' }, variable: 'WORKER_THREAD' },
+    { env: { WORKER_NICE: '20' }, variable: 'WORKER_NICE' },
+    { env: { WORKER_NICE: '-5' }, variable: 'WORKER_NICE' },
     { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
     { env: { HEAP_GROWTH_PERCENT: '-10' }, variable: 'HEAP_GROWTH_PERCENT' },

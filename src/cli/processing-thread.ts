@@ -1,0 +1,137 @@
+import { once } from 'node:events';
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
+import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import { startWorkers } from '../app.js';
+import type { Config } from '../config/settings.js';
+import { describeError } from '../errors.js';
+import { createLogger } from '../observability/logger.js';
+import type { InboxMetrics } from '../observability/metrics.js';
+import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
+import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
+import type { EventQueue } from '../queue/queue.js';
+
+/** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
+const ROLE = 'webhook-inbox workers';
+
+interface ThreadData {
+  role: typeof ROLE;
+  config: Config;
+}
+
+type ToThread = AnnouncedIds | { kind: 'stop'; timeoutMs: number };
+
+/** A thread that died is started again after this: its events wait in the database meanwhile. */
+const RESTART_DELAY_MS = 1000;
+
+/** How long past the shutdown timeout a stopping thread is waited for before it is terminated. */
+const STOP_MARGIN_MS = 2000;
+
+/**
+ * The background workers of `serve`, in a thread of their own (WORKER_THREAD): they claim, apply and
+ * complete on a second core while the request thread only verifies, records and answers, and at a
+ * lower CPU priority (WORKER_NICE), so when the cores are short the kernel runs the acknowledgements
+ * first and processing takes what they leave. The thread runs the same inbox a `webhook-inbox worker`
+ * process does, on its own connections; recorded events reach it over a message port (or Redis), and
+ * its metrics come back to be scraped with the request thread's.
+ */
+export class ProcessingThread {
+  /** Where the request thread announces recorded events; undefined when Redis carries them. */
+  readonly queue: EventQueue | undefined;
+  private worker: Worker | null = null;
+  private stopping = false;
+
+  constructor(private readonly config: Config) {
+    this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.worker?.postMessage(message));
+  }
+
+  /** `sinks`: the request thread's metrics, which count the thread's calls too, and its logger. */
+  start(sinks: { metrics: InboxMetrics; logger: Logger }): void {
+    this.worker = this.spawn(sinks);
+  }
+
+  /** Lets the thread finish in-flight events for up to `timeoutMs` (as `worker` does on SIGTERM). */
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopping = true;
+    const worker = this.worker;
+    if (!worker) return;
+    await this.queue?.close();
+    const exited = once(worker, 'exit');
+    worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
+    const forced = setTimeout(() => void worker.terminate(), timeoutMs + STOP_MARGIN_MS);
+    await exited;
+    clearTimeout(forced);
+  }
+
+  private spawn(sinks: { metrics: InboxMetrics; logger: Logger }): Worker {
+    const data: ThreadData = { role: ROLE, config: this.config };
+    const [entry, evaluated] = threadEntry();
+    const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
+    worker.on('message', (message: RelayedCalls) => {
+      if (message.kind === 'metrics') replayCalls(sinks.metrics, message.calls);
+    });
+    worker.on('error', (error) => sinks.logger.error({ err: error }, "the workers' thread failed"));
+    worker.on('exit', (code) => {
+      if (this.stopping) return;
+      sinks.logger.error({ code }, `the workers' thread exited; it starts again in ${RESTART_DELAY_MS} ms, and its events wait in the database meanwhile`);
+      setTimeout(() => {
+        if (!this.stopping) this.worker = this.spawn(sinks);
+      }, RESTART_DELAY_MS).unref();
+    });
+    return worker;
+  }
+}
+
+/**
+ * This module as a thread's entry. Run from its TypeScript source (tests, `tsx`), the thread must load
+ * tsx itself: a worker does not inherit the `--import tsx` hooks on Node 20.
+ */
+function threadEntry(): [entry: string | URL, evaluated: boolean] {
+  const self = import.meta.url;
+  if (!self.endsWith('.ts')) return [new URL(self), false];
+  return [`import('tsx/esm/api').then(({ register }) => register()).then(() => import(${JSON.stringify(self)}))`, true];
+}
+
+/** In the thread: the workers, fed by the port, until the request thread says stop. */
+async function runThread({ config }: ThreadData, port: MessagePort): Promise<void> {
+  const logger = createLogger(config.logLevel).child({ thread: 'workers' });
+  const metrics = new RelayedMetrics((message) => port.postMessage(message));
+  const queue = config.redis ? undefined : new MessagePortConsumer(port);
+  // The request thread has applied the migrations already.
+  const inbox = await startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue });
+  lowerPriority(config.processing.thread.nice, logger);
+  port.on('message', (message: ToThread) => {
+    if (message.kind !== 'stop') return;
+    void inbox.stop(message.timeoutMs).then(
+      () => {
+        metrics.flush();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, "error while stopping the workers' thread");
+        process.exit(1);
+      },
+    );
+  });
+}
+
+/**
+ * Gives this thread, alone, the nice value `nice`. Linux keeps one per thread, and setpriority with a
+ * thread's id sets only that thread's; elsewhere it would set the whole process's, so it is left.
+ */
+function lowerPriority(nice: number, logger: Logger): void {
+  if (nice === 0) return;
+  if (process.platform !== 'linux') {
+    logger.info({ nice }, 'WORKER_NICE applies on Linux only; the workers run at the priority of the process');
+    return;
+  }
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(threadId, nice);
+  } catch (error) {
+    logger.warn(`WORKER_NICE: cannot lower the workers' priority (${describeError(error)}); they run at the priority of the process`);
+  }
+}
+
+if (!isMainThread && (workerData as Partial<ThreadData> | null)?.role === ROLE) await runThread(workerData as ThreadData, parentPort!);

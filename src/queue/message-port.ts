@@ -1,0 +1,71 @@
+import type { MessagePort } from 'node:worker_threads';
+import type { EventConsumer, EventQueue } from './queue.js';
+
+/** What travels between the two ends: the ids announced since the last message. */
+export interface AnnouncedIds {
+  kind: 'announced';
+  ids: number[];
+}
+
+/**
+ * Announcements from the request thread to the workers' thread (`serve` with WORKER_THREAD). The
+ * ids published in one turn of the event loop go as one message, so a burst of acknowledgements costs
+ * the request thread one post. Like the in-process transport it is best effort: the sweeper finds
+ * whatever a restarting thread missed.
+ */
+export class MessagePortPublisher implements EventQueue {
+  readonly transport = 'in-process';
+  private pending: number[] = [];
+
+  constructor(private readonly post: (message: AnnouncedIds) => void) {}
+
+  publish(id: number): void {
+    if (this.pending.length === 0) setImmediate(() => this.flush());
+    this.pending.push(id);
+  }
+
+  /** The request thread has no workers of its own: the thread's consumer takes the ids. */
+  consume(): void {
+    throw new Error('MessagePortPublisher only publishes; the workers consume in their own thread');
+  }
+
+  async stopConsuming(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.flush();
+  }
+
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    const ids = this.pending;
+    this.pending = [];
+    this.post({ kind: 'announced', ids });
+  }
+}
+
+/** The workers' end: hands the ids each message carries to this thread's workers. */
+export class MessagePortConsumer implements EventQueue {
+  readonly transport = 'in-process';
+  private workers: EventConsumer | undefined;
+
+  constructor(port: MessagePort) {
+    port.on('message', (message: { kind?: string; ids?: number[] }) => {
+      if (message.kind !== 'announced' || !this.workers) return;
+      for (const id of message.ids ?? []) this.workers.enqueue(id);
+    });
+  }
+
+  publish(id: number): void {
+    this.workers?.enqueue(id);
+  }
+
+  consume(workers: EventConsumer): void {
+    this.workers = workers;
+  }
+
+  async stopConsuming(): Promise<void> {
+    this.workers = undefined;
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { exitOf } from '../../support/cli.js';
+import { createTestDatabase, inspectDatabase, type TestDatabase } from '../../support/database.js';
+import { waitFor } from '../../support/harness.js';
+import { metricValue } from '../../support/metrics.js';
+import { killAll, serve } from '../../support/processes.js';
+import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
+
+/**
+ * `serve` in background mode runs its workers in a thread of their own, at a lower CPU priority: the
+ * events a request thread records are processed there, its metrics are scraped with the request
+ * thread's, and SIGTERM lets it finish before the process exits.
+ */
+const database = await createTestDatabase('mysql');
+
+/** The nice value of each thread of process `pid` (field 19 of /proc/PID/task/TID/stat); the main thread's id is the pid. */
+function threadNices(pid: number): Array<{ tid: number; nice: number }> {
+  return readdirSync(`/proc/${pid}/task`).map((tid) => {
+    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    return { tid: Number(tid), nice: Number(stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[16]) };
+  });
+}
+
+const EVENTS = 12;
+
+describe("serve: the workers' thread", { skip: 'skip' in database && database.skip }, () => {
+  let db: TestDatabase;
+  after(async () => {
+    await killAll();
+    if (!('skip' in database)) await database.drop();
+  });
+  before(() => {
+    db = database as TestDatabase;
+  });
+
+  test('processes what the request thread records, counts it on /metrics, runs at WORKER_NICE and finishes on SIGTERM', async () => {
+    // No sweep after the first: only the announcements can bring the events to the thread.
+    const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_NICE: '7', SWEEP_INTERVAL_MS: '3600000' });
+    const deliveries = Array.from({ length: EVENTS }, (_, n) =>
+      stripeDelivery(stripePaymentEvent(`evt_thread_${n}`, 'payment_intent.succeeded', `pi_thread_${n}`, { userId: `u_thread_${n}`, courseId: 'c_thread' })),
+    );
+    for (const delivery of deliveries) {
+      const response = await fetch(`${url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+      assert.equal(response.status, 200);
+    }
+    const inspect = inspectDatabase(db.url, 2);
+    try {
+      const processed = async () => (await inspect.selectFrom('webhook_events').select('id').where('status', '=', 'processed').execute()).length;
+      await waitFor('every event processed', async () => (await processed()) === EVENTS, 15_000);
+      const enrollments = await inspect.selectFrom('enrollments').select('user_id').where('course_id', '=', 'c_thread').execute();
+      assert.equal(enrollments.length, EVENTS);
+
+      await waitFor('the attempts counted on /metrics', async () => {
+        const metrics = await (await fetch(`${url}/metrics`)).text();
+        return metricValue(metrics, 'webhook_inbox_processing_attempts_total', { provider: 'stripe', result: 'processed' }) === EVENTS;
+      });
+
+      const threads = threadNices(child.pid!);
+      assert.equal(threads.filter((t) => t.nice === 7).length, 1, `one thread at nice 7: ${JSON.stringify(threads)}`);
+      assert.equal(threads.find((t) => t.tid === child.pid)?.nice, 0, 'the request thread keeps the priority of the process');
+    } finally {
+      await inspect.destroy();
+    }
+
+    child.kill('SIGTERM');
+    assert.equal(await exitOf(child), 0, child.output());
+    assert.doesNotMatch(child.output(), /thread (failed|exited)/);
+  });
+
+  test('WORKER_THREAD=false: the workers run in the request thread, as before', async () => {
+    const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_THREAD: 'false' });
+    const delivery = stripeDelivery(stripePaymentEvent('evt_unthreaded', 'payment_intent.succeeded', 'pi_unthreaded', { userId: 'u_unthreaded', courseId: 'c_thread' }));
+    assert.equal((await fetch(`${url}/webhooks/stripe`, { method: 'POST', headers: delivery.headers, body: delivery.body })).status, 200);
+    const inspect = inspectDatabase(db.url, 2);
+    try {
+      await waitFor(
+        'the event processed',
+        async () => (await inspect.selectFrom('webhook_events').select('status').where('event_id', '=', 'evt_unthreaded').executeTakeFirst())?.status === 'processed',
+      );
+    } finally {
+      await inspect.destroy();
+    }
+    assert.ok(
+      threadNices(child.pid!).every((t) => t.nice === 0),
+      'no thread lowered',
+    );
+    child.kill('SIGTERM');
+    assert.equal(await exitOf(child), 0, child.output());
+  });
+});
