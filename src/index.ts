@@ -9,6 +9,7 @@ export { webhookRoutes } from './http/webhook-routes.js';
 export { opsRoutes } from './http/ops-routes.js';
 export { createLogger } from './observability/logger.js';
 export type { InboxMetrics, DeliveryResult, AttemptResult } from './observability/metrics.js';
+export type { EventQueue, EventConsumer, QueueTransport } from './queue/queue.js';
 export { PrometheusMetrics } from './observability/prometheus.js';
 export type { Readiness, ReadinessCheck, ReadinessReport } from './observability/readiness.js';
 export { installErrorHandling } from './http/errors.js';

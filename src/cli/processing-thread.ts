@@ -90,7 +90,9 @@ export class ProcessingThread {
 function threadEntry(): [entry: string | URL, evaluated: boolean] {
   const self = import.meta.url;
   if (!self.endsWith('.ts')) return [new URL(self), false];
-  return [`import('tsx/esm/api').then(({ register }) => register()).then(() => import(${JSON.stringify(self)}))`, true];
+  // Resolved here, not in the thread: an evaluated script resolves from the working directory, which need not hold tsx.
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return [`import(${JSON.stringify(tsx)}).then(({ register }) => register()).then(() => import(${JSON.stringify(self)}))`, true];
 }
 
 /** In the thread: the workers, fed by the port, until the request thread says stop. */
