@@ -25,6 +25,9 @@ type ToThread = AnnouncedIds | { kind: 'stop'; timeoutMs: number };
 /** A thread that died is started again after this: its events wait in the database meanwhile. */
 const RESTART_DELAY_MS = 1000;
 
+/** Beyond this many ids announced while the thread is down, the sweeper finds the rest. */
+const MAX_UNDELIVERED_IDS = 100_000;
+
 /** How long past the shutdown timeout a stopping thread is waited for before it is terminated. */
 const STOP_MARGIN_MS = 2000;
 
@@ -41,9 +44,12 @@ export class ProcessingThread {
   readonly queue: EventQueue | undefined;
   private worker: Worker | null = null;
   private stopping = false;
+  /** Announcements made while the thread was down, for the one that replaces it (up to a bound). */
+  private undelivered: AnnouncedIds[] = [];
+  private undeliveredIds = 0;
 
   constructor(private readonly config: Config) {
-    this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.worker?.postMessage(message));
+    this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
   }
 
   /** `sinks`: the request thread's metrics, which count the thread's calls too, and its logger. */
@@ -64,16 +70,28 @@ export class ProcessingThread {
     clearTimeout(forced);
   }
 
+  private announce(message: AnnouncedIds): void {
+    if (this.worker) this.worker.postMessage(message);
+    else if (this.undeliveredIds + message.ids.length <= MAX_UNDELIVERED_IDS) {
+      this.undelivered.push(message);
+      this.undeliveredIds += message.ids.length;
+    }
+  }
+
   private spawn(sinks: { metrics: InboxMetrics; logger: Logger }): Worker {
     const data: ThreadData = { role: ROLE, config: this.config };
     const [entry, evaluated] = threadEntry();
     const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
+    for (const message of this.undelivered) worker.postMessage(message);
+    this.undelivered = [];
+    this.undeliveredIds = 0;
     worker.on('message', (message: RelayedCalls) => {
       if (message.kind === 'metrics') replayCalls(sinks.metrics, message.calls);
     });
     worker.on('error', (error) => sinks.logger.error({ err: error }, "the workers' thread failed"));
     worker.on('exit', (code) => {
       if (this.stopping) return;
+      this.worker = null;
       sinks.logger.error({ code }, `the workers' thread exited; it starts again in ${RESTART_DELAY_MS} ms, and its events wait in the database meanwhile`);
       setTimeout(() => {
         if (!this.stopping) this.worker = this.spawn(sinks);

@@ -43,28 +43,36 @@ export class MessagePortPublisher implements EventQueue {
   }
 }
 
-/** The workers' end: hands the ids each message carries to this thread's workers. */
+/**
+ * The workers' end: hands the ids each message carries to this thread's workers. Ids that arrive
+ * before the workers start (the thread listens first, then opens its store) wait for them; once the
+ * workers stop, ids are dropped, and the sweeper of whichever process runs next finds their events.
+ */
 export class MessagePortConsumer implements EventQueue {
   readonly transport = 'in-process';
   private workers: EventConsumer | undefined;
+  private early: number[] | null = [];
 
   constructor(port: MessagePort) {
     port.on('message', (message: { kind?: string; ids?: number[] }) => {
-      if (message.kind !== 'announced' || !this.workers) return;
-      for (const id of message.ids ?? []) this.workers.enqueue(id);
+      if (message.kind === 'announced') for (const id of message.ids ?? []) this.publish(id);
     });
   }
 
   publish(id: number): void {
-    this.workers?.enqueue(id);
+    if (this.workers) this.workers.enqueue(id);
+    else this.early?.push(id);
   }
 
   consume(workers: EventConsumer): void {
     this.workers = workers;
+    for (const id of this.early ?? []) workers.enqueue(id);
+    this.early = null;
   }
 
   async stopConsuming(): Promise<void> {
     this.workers = undefined;
+    this.early = null;
   }
 
   async close(): Promise<void> {}

@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
+import { pino } from 'pino';
+import { ProcessingThread } from '../../../src/cli/processing-thread.js';
+import { systemClock } from '../../../src/clock.js';
+import type { InboxMetrics } from '../../../src/observability/metrics.js';
+import { openStore } from '../../../src/store/open-store.js';
 import { exitOf } from '../../support/cli.js';
 import { createTestDatabase, inspectDatabase, type TestDatabase } from '../../support/database.js';
-import { waitFor } from '../../support/harness.js';
+import { testConfig, waitFor } from '../../support/harness.js';
 import { metricValue } from '../../support/metrics.js';
 import { killAll, serve } from '../../support/processes.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -67,6 +72,34 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     child.kill('SIGTERM');
     assert.equal(await exitOf(child), 0, child.output());
     assert.doesNotMatch(child.output(), /thread (failed|exited)/);
+  });
+
+  test('a thread that dies is started again, and goes on with the events announced to it', async () => {
+    const config = testConfig(db.url, { SWEEP_INTERVAL_MS: '3600000' });
+    const store = openStore(db.url, { poolSize: 2, clock: systemClock });
+    const errors: string[] = [];
+    const logger = pino({ level: 'error' }, { write: (line: string) => void errors.push(line) });
+    const attempts: string[] = [];
+    const metrics = { attemptFinished: ({ result }: { result: string }) => attempts.push(result), eventProcessed: () => {}, leaseTakenOver: () => {} } as unknown as InboxMetrics;
+    const thread = new ProcessingThread(config);
+    thread.start({ metrics, logger });
+    const announce = async (eventId: string) => {
+      const event = stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_${eventId}`, { userId: `u_${eventId}`, courseId: 'c_thread' });
+      const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
+      thread.queue!.publish(id);
+      await waitFor(`${eventId} processed`, async () => (await store.findEvent('stripe', eventId))?.status === 'processed', 15_000);
+    };
+    try {
+      await announce('evt_thread_before');
+      // What a crash of the thread looks like from the request thread: it exits without being asked to.
+      await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+      await waitFor('the exit logged', () => errors.some((line) => line.includes("the workers' thread exited")));
+      await announce('evt_thread_after');
+      assert.deepEqual(attempts, ['processed', 'processed'], 'both attempts counted on the request thread');
+    } finally {
+      await thread.stop(5000);
+      await store.close();
+    }
   });
 
   test('WORKER_THREAD=false: the workers run in the request thread, as before', async () => {

@@ -56,3 +56,19 @@ test("the consumer hands each announced id to its thread's workers, and none onc
     port2.close();
   }
 });
+
+test('ids that arrive before the workers start wait for them', () => {
+  const { port1, port2 } = new MessageChannel();
+  try {
+    const queue = new MessagePortConsumer(port2);
+    queue.publish(5);
+    queue.publish(6);
+    const workers = consumer();
+    queue.consume(workers);
+    queue.publish(7);
+    assert.deepEqual(workers.ids, [5, 6, 7]);
+  } finally {
+    port1.close();
+    port2.close();
+  }
+});
