@@ -116,11 +116,11 @@ function threadEntry(): [entry: string | URL, evaluated: boolean] {
 /** In the thread: the workers, fed by the port, until the request thread says stop. */
 async function runThread({ config }: ThreadData, port: MessagePort): Promise<void> {
   const logger = createLogger(config.logLevel).child({ thread: 'workers' });
+  lowerPriority(config.processing.thread.nice, logger);
   const metrics = new RelayedMetrics((message) => port.postMessage(message));
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
   // The request thread has applied the migrations already.
   const inbox = await startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue });
-  lowerPriority(config.processing.thread.nice, logger);
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
     void inbox.stop(message.timeoutMs).then(
