@@ -44,9 +44,8 @@ export class ProcessingThread {
   readonly queue: EventQueue | undefined;
   private worker: Worker | null = null;
   private stopping = false;
-  /** Announcements made while the thread was down, for the one that replaces it (up to a bound). */
-  private undelivered: AnnouncedIds[] = [];
-  private undeliveredIds = 0;
+  /** Ids announced while the thread was down, for the one that replaces it (up to a bound). */
+  private undelivered: number[] = [];
 
   constructor(private readonly config: Config) {
     this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
@@ -72,19 +71,15 @@ export class ProcessingThread {
 
   private announce(message: AnnouncedIds): void {
     if (this.worker) this.worker.postMessage(message);
-    else if (this.undeliveredIds + message.ids.length <= MAX_UNDELIVERED_IDS) {
-      this.undelivered.push(message);
-      this.undeliveredIds += message.ids.length;
-    }
+    else if (this.undelivered.length + message.ids.length <= MAX_UNDELIVERED_IDS) this.undelivered.push(...message.ids);
   }
 
   private spawn(sinks: { metrics: InboxMetrics; logger: Logger }): Worker {
     const data: ThreadData = { role: ROLE, config: this.config };
     const [entry, evaluated] = threadEntry();
     const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
-    for (const message of this.undelivered) worker.postMessage(message);
+    if (this.undelivered.length > 0) worker.postMessage({ kind: 'announced', ids: this.undelivered } satisfies AnnouncedIds);
     this.undelivered = [];
-    this.undeliveredIds = 0;
     worker.on('message', (message: RelayedCalls) => {
       if (message.kind === 'metrics') replayCalls(sinks.metrics, message.calls);
     });
@@ -119,21 +114,26 @@ async function runThread({ config }: ThreadData, port: MessagePort): Promise<voi
   lowerPriority(config.processing.thread.nice, logger);
   const metrics = new RelayedMetrics((message) => port.postMessage(message));
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
-  // The request thread has applied the migrations already.
-  const inbox = await startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue });
+  // The request thread has applied the migrations already. A stop that comes while the workers start
+  // waits for them, rather than being missed and left to the request thread's terminate().
+  const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue });
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
-    void inbox.stop(message.timeoutMs).then(
-      () => {
-        metrics.flush();
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, "error while stopping the workers' thread");
-        process.exit(1);
-      },
-    );
+    void starting
+      .then((inbox) => inbox.stop(message.timeoutMs))
+      .then(
+        () => {
+          metrics.flush();
+          process.exit(0);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, "error while stopping the workers' thread");
+          process.exit(1);
+        },
+      );
   });
+  // A failure to start fails the thread, which the request thread logs and starts again.
+  await starting;
 }
 
 /**

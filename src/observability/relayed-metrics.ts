@@ -1,3 +1,4 @@
+import { TurnBuffer } from '../queue/turn-buffer.js';
 import type { InboxMetrics } from './metrics.js';
 
 type Counted = Exclude<keyof InboxMetrics, 'exposition'>;
@@ -17,9 +18,11 @@ export interface RelayedCalls {
  * makes them on the scraped metrics, so GET /metrics shows one process. Nothing is scraped here.
  */
 export class RelayedMetrics implements InboxMetrics {
-  private pending: RelayedCall[] = [];
+  private readonly pending: TurnBuffer<RelayedCall>;
 
-  constructor(private readonly post: (message: RelayedCalls) => void) {}
+  constructor(post: (message: RelayedCalls) => void) {
+    this.pending = new TurnBuffer((calls) => post({ kind: 'metrics', calls }));
+  }
 
   deliveryAnswered(...args: Parameters<InboxMetrics['deliveryAnswered']>): void {
     this.add(['deliveryAnswered', ...args]);
@@ -43,15 +46,11 @@ export class RelayedMetrics implements InboxMetrics {
 
   /** Sends what is still pending (before the thread stops). */
   flush(): void {
-    if (this.pending.length === 0) return;
-    const calls = this.pending;
-    this.pending = [];
-    this.post({ kind: 'metrics', calls });
+    this.pending.flush();
   }
 
   private add(call: RelayedCall): void {
-    if (this.pending.length === 0) setImmediate(() => this.flush());
-    this.pending.push(call);
+    this.pending.add(call);
   }
 }
 

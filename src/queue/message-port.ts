@@ -1,5 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { EventConsumer, EventQueue } from './queue.js';
+import { TurnBuffer } from './turn-buffer.js';
 
 /** What travels between the two ends: the ids announced since the last message. */
 export interface AnnouncedIds {
@@ -15,13 +16,14 @@ export interface AnnouncedIds {
  */
 export class MessagePortPublisher implements EventQueue {
   readonly transport = 'in-process';
-  private pending: number[] = [];
+  private readonly pending: TurnBuffer<number>;
 
-  constructor(private readonly post: (message: AnnouncedIds) => void) {}
+  constructor(post: (message: AnnouncedIds) => void) {
+    this.pending = new TurnBuffer((ids) => post({ kind: 'announced', ids }));
+  }
 
   publish(id: number): void {
-    if (this.pending.length === 0) setImmediate(() => this.flush());
-    this.pending.push(id);
+    this.pending.add(id);
   }
 
   /** The request thread has no workers of its own: the thread's consumer takes the ids. */
@@ -32,14 +34,7 @@ export class MessagePortPublisher implements EventQueue {
   async stopConsuming(): Promise<void> {}
 
   async close(): Promise<void> {
-    this.flush();
-  }
-
-  private flush(): void {
-    if (this.pending.length === 0) return;
-    const ids = this.pending;
-    this.pending = [];
-    this.post({ kind: 'announced', ids });
+    this.pending.flush();
   }
 }
 
