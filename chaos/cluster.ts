@@ -12,17 +12,33 @@ export interface ClusterOptions {
   /** The store, on a private server of the run's own. */
   store: ServerBackendName;
   receivers: number;
+  /**
+   * How many of the receivers run `serve` in its default mode, their workers in a thread of their
+   * own beside the HTTP server (the one-process shape); the others run `serve --no-workers`.
+   */
+  processingReceivers: number;
   workers: number;
   leaseSeconds: number;
 }
 
 /** A worker's log line when fencing refused its commit (src/processing/processor.ts). */
 const LEASE_LOST = 'lease lost before commit';
+/** A receiver's log line when its workers' thread died on its own (src/cli/processing-thread.ts). */
+const THREAD_EXITED = "the workers' thread exited";
+
+export type ProcessingKind = 'worker' | 'receiver thread';
+
+/** A process that processes events: a `worker`, or a receiver with its workers' thread. */
+export interface ProcessingProcess {
+  name: string;
+  child: CliProcess;
+}
 
 /**
- * The system under test, on servers of its own: N receivers (`serve --no-workers`, fixed ports so a
- * restarted one is reached at the same address) and M workers (`worker`) on a private MariaDB or
- * PostgreSQL and a private Redis that the fault injector may kill, freeze, flush and restart.
+ * The system under test, on servers of its own: N receivers (`serve`, fixed ports so a restarted one
+ * is reached at the same address; the first few with their workers' thread, the rest with
+ * `--no-workers`) and M workers (`worker`) on a private MariaDB or PostgreSQL and a private Redis
+ * that the fault injector may kill, freeze, flush and restart.
  */
 export class ChaosCluster {
   readonly receiverUrls: string[];
@@ -30,8 +46,12 @@ export class ChaosCluster {
   private readonly workers: CliProcess[] = [];
   /** Every process ever started, so that none outlives the run. */
   private readonly started: CliProcess[] = [];
-  /** Commits refused by fencing, over all worker processes (dead ones included). */
+  /** Commits refused by fencing, over all processing processes (dead ones included). */
   leaseLost = 0;
+  /** Every process that ever processed, by pid: which kind it was. */
+  private readonly processingKinds = new Map<number, ProcessingKind>();
+  /** Workers' threads that died inside a living receiver (a finding, as a process's own exit is). */
+  private readonly threadExits: string[] = [];
   /** Starts that failed (did not answer within 30 s, or exited), with the process's output. */
   readonly startFailures: string[] = [];
   /** The checker's own connections: invariants, drain watchers, the stall fault's row lock. */
@@ -90,7 +110,9 @@ export class ChaosCluster {
   }
 
   async restartReceiver(i: number): Promise<void> {
-    const { child, url } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, ['--no-workers']));
+    const processing = i < this.options.processingReceivers;
+    const { child, url } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, processing ? [] : ['--no-workers']));
+    if (processing) this.watchProcessing(`receiver ${i}`, 'receiver thread', child);
     this.receivers[i] = child;
     this.started.push(child);
     // As a load balancer would: traffic only once the receiver reports ready (its database answers).
@@ -111,7 +133,7 @@ export class ChaosCluster {
 
   async restartWorker(i: number): Promise<void> {
     const child = await this.startingAgain(`worker ${i}`, () => worker(this.env));
-    this.countLeaseLost(child);
+    this.watchProcessing(`worker ${i}`, 'worker', child);
     this.workers[i] = child;
     this.started.push(child);
   }
@@ -128,25 +150,21 @@ export class ChaosCluster {
     }
   }
 
-  /** The worker process whose pid appears in a lease owner (host:pid:uuid), or -1. */
-  workerOwning(leaseOwner: string): number {
-    return this.workers.findIndex((child) => leaseOwner.includes(`:${child.pid}:`));
+  /** The process whose pid appears in a lease owner (host:pid:uuid): a worker, or a receiver's workers' thread. */
+  processOwning(leaseOwner: string): ProcessingProcess | undefined {
+    const processing = [
+      ...this.workers.map((child, i) => ({ name: `worker ${i}`, child })),
+      ...this.receivers.slice(0, this.options.processingReceivers).map((child, i) => ({ name: `receiver ${i}`, child })),
+    ];
+    return processing.find(({ child }) => leaseOwner.includes(`:${child.pid}:`));
   }
 
-  /** SIGSTOP: the process keeps its connections and open transactions but runs no code. */
-  freezeWorker(i: number): void {
-    this.workers[i]!.kill('SIGSTOP');
-  }
-
-  thawWorker(i: number): void {
-    this.workers[i]!.kill('SIGCONT');
-  }
-
-  /** Processes that exited without being killed by the injector (a crash is a finding). */
+  /** Processes, and receivers' workers' threads, that exited without being killed by the injector (a crash is a finding). */
   unexpectedExits(): string[] {
-    return [...this.receivers, ...this.workers]
+    const processes = [...this.receivers, ...this.workers]
       .filter((child) => child.exitCode !== null)
       .map((child) => `pid ${child.pid} exited ${child.exitCode}:\n${child.output().slice(-2000)}`);
+    return [...processes, ...this.threadExits];
   }
 
   async stop(): Promise<void> {
@@ -157,12 +175,21 @@ export class ChaosCluster {
     await this.database.destroy();
   }
 
-  private countLeaseLost(child: CliProcess): void {
+  /** Which kind of process a lease owner (host:pid:uuid) was, dead ones included. */
+  kindOwning(leaseOwner: string): ProcessingKind | undefined {
+    const pid = Number(leaseOwner.split(':').at(-2));
+    return this.processingKinds.get(pid);
+  }
+
+  /** Remembers the process's kind, counts its refused commits and keeps the lines of its workers' thread dying. */
+  private watchProcessing(name: string, kind: ProcessingKind, child: CliProcess): void {
+    if (child.pid !== undefined) this.processingKinds.set(child.pid, kind);
     let partial = '';
     child.stdout.on('data', (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');
       partial = lines.pop()!;
       this.leaseLost += lines.filter((line) => line.includes(LEASE_LOST)).length;
+      this.threadExits.push(...lines.filter((line) => line.includes(THREAD_EXITED)).map((line) => `${name} (pid ${child.pid}): ${line}`));
     });
   }
 }

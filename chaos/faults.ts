@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { holdPayment } from '../test/support/load.js';
 import { STORE_NAMES } from '../test/support/services.js';
-import type { ChaosCluster } from './cluster.js';
+import type { ChaosCluster, ProcessingProcess } from './cluster.js';
 import type { Random } from './random.js';
 import type { ProviderSimulator } from './simulator.js';
 
@@ -146,10 +146,10 @@ export class FaultInjector {
     if (!payment) return record('none', false, { note: 'no payment left to hold' });
     const fencedBefore = cluster.leaseLost;
     const holder = await holdPayment(cluster.db, payment.provider, payment.paymentId);
-    let frozen = -1;
+    let frozen: ProcessingProcess | undefined;
     try {
       const deadline = Date.now() + 20_000;
-      while (frozen < 0 && Date.now() < deadline) {
+      while (!frozen && Date.now() < deadline) {
         const row = await cluster.db
           .selectFrom('webhook_events')
           .select('lease_owner')
@@ -157,10 +157,11 @@ export class FaultInjector {
           .where('payment_id', '=', payment.paymentId)
           .where('status', '=', 'processing')
           .executeTakeFirst();
-        frozen = row?.lease_owner ? cluster.workerOwning(row.lease_owner) : -1;
-        if (frozen < 0) await sleep(20);
+        frozen = row?.lease_owner ? cluster.processOwning(row.lease_owner) : undefined;
+        if (!frozen) await sleep(20);
       }
-      if (frozen >= 0) cluster.freezeWorker(frozen);
+      // SIGSTOP: the process keeps its connections and open transactions but runs no code.
+      frozen?.child.kill('SIGSTOP');
     } finally {
       // Lets the frozen worker's insert go through on the server: its transaction now holds the row.
       await holder
@@ -168,13 +169,13 @@ export class FaultInjector {
         .execute()
         .catch(() => undefined);
     }
-    if (frozen < 0) return record(`payment ${payment.paymentId}`, false, { note: 'its events were not claimed in time; nothing frozen' });
+    if (!frozen) return record(`payment ${payment.paymentId}`, false, { note: 'its events were not claimed in time; nothing frozen' });
     await sleep(lease + 1000);
-    cluster.thawWorker(frozen);
+    frozen.child.kill('SIGCONT');
     const endedAt = Date.now();
     // The thawed transaction finds its lease taken over and rolls back.
     await sleep(1000);
-    return { ...record(`worker ${frozen} (payment ${payment.paymentId})`), endedAt, fencedCommits: cluster.leaseLost - fencedBefore };
+    return { ...record(`${frozen.name} (payment ${payment.paymentId})`), endedAt, fencedCommits: cluster.leaseLost - fencedBefore };
   }
 
   private async measureDrain(fault: FaultRecord): Promise<void> {

@@ -12,7 +12,7 @@ export function toMarkdown(report: ChaosReport): string {
     '',
     `**${report.passed ? 'PASSED' : 'FAILED'}**: ${events.sent} events of ${events.payments} payments, ${deliveries.total} deliveries, ` +
       `${faults.total} faults (${faults.kills} process kills), ${report.durationSeconds} s, seed ${report.seed}. ` +
-      `${report.options.cluster.receivers} receivers + ${report.options.cluster.workers} workers, private ${STORE_NAMES[report.options.cluster.store]} and Redis, lease ${report.options.cluster.leaseSeconds} s.`,
+      `${report.options.cluster.receivers} receivers (${report.options.cluster.processingReceivers} with their workers' thread) + ${report.options.cluster.workers} workers, private ${STORE_NAMES[report.options.cluster.store]} and Redis, lease ${report.options.cluster.leaseSeconds} s.`,
     '',
     '## Invariants',
     '',
@@ -37,6 +37,9 @@ export function toMarkdown(report: ChaosReport): string {
       .join(', ')}`,
     `- received -> processed: median ${ms(report.processingLagMs.median)}, p99 ${ms(report.processingLagMs.p99)}, max ${ms(report.processingLagMs.max)}`,
     `- takeovers: ${takeovers.eventsWithSeveralAttempts} events needed more than one attempt (max ${takeovers.maxAttempts}); ${takeovers.fencedCommits} late commits refused by fencing`,
+    `- processed by: ${Object.entries(report.processedBy)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(', ')}`,
     '',
     '## Recovery per fault kind (median / max)',
     '',

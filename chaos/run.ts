@@ -47,6 +47,8 @@ export interface ChaosReport {
   faults: { total: number; kills: number; byKind: Partial<Record<FaultKind, number>>; list: FaultSummary[] };
   recovery: Partial<Record<FaultKind, { firstAckMs: Stats | null; drainedMs: Stats | null }>>;
   takeovers: { eventsWithSeveralAttempts: number; maxAttempts: number; fencedCommits: number };
+  /** Processed events by the kind of process whose attempt succeeded (`worker`, `receiver thread`). */
+  processedBy: Record<string, number>;
   /** Received (row committed) -> processed (business transaction committed), over all events. */
   processingLagMs: { median: number; p99: number; max: number };
   invariants: InvariantResult[];
@@ -71,7 +73,9 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
     const simulator = new ProviderSimulator(payments, { ...options.simulator, receivers: cluster.receiverUrls, random });
     const injector = new FaultInjector(cluster, simulator, random, options.faults);
     const startedAt = Date.now();
-    log(`${simulator.events.length} events of ${payments.length} payments, ${options.cluster.receivers} receivers, ${options.cluster.workers} workers`);
+    log(
+      `${simulator.events.length} events of ${payments.length} payments, ${options.cluster.receivers} receivers (${options.cluster.processingReceivers} with their workers' thread), ${options.cluster.workers} workers`,
+    );
 
     const progress = setInterval(
       () =>
@@ -101,6 +105,16 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       .executeTakeFirstOrThrow();
     const most = await events.select((eb) => eb.fn.max('attempts').as('n')).executeTakeFirstOrThrow();
     const takeovers = { eventsWithSeveralAttempts: Number(several.n), maxAttempts: Number(most.n), fencedCommits: cluster.leaseLost };
+    const owners = await events
+      .select(['lease_owner', (eb) => eb.fn.countAll().as('n')])
+      .where('status', '=', 'processed')
+      .groupBy('lease_owner')
+      .execute();
+    const processedBy: Record<string, number> = {};
+    for (const { lease_owner, n } of owners) {
+      const kind = (lease_owner && cluster.kindOwning(lease_owner)) ?? 'unknown';
+      processedBy[kind] = (processedBy[kind] ?? 0) + Number(n);
+    }
     const unexpectedExits = cluster.unexpectedExits();
     const lag = await processingLag(cluster.db, '');
     return {
@@ -126,6 +140,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       faults: summariseFaults(injector.faults, simulator.deliveries, startedAt),
       recovery: recoveryByKind(injector.faults.map((f) => summarise(f, simulator.deliveries, startedAt))),
       takeovers,
+      processedBy,
       processingLagMs: { median: lag.median, p99: lag.p99, max: lag.max },
       invariants,
       unexpectedExits,

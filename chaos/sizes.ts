@@ -1,7 +1,7 @@
 import type { ClusterOptions } from './cluster.js';
 import type { ChaosOptions } from './run.js';
 
-const CLUSTER: ClusterOptions = { store: 'mysql', receivers: 3, workers: 3, leaseSeconds: 2 };
+const CLUSTER: ClusterOptions = { store: 'mysql', receivers: 3, processingReceivers: 1, workers: 3, leaseSeconds: 2 };
 const SIMULATOR = {
   concurrency: 16,
   timeoutMs: 5000,

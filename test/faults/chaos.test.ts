@@ -14,7 +14,7 @@ for (const store of SERVER_BACKENDS) {
     const report = await runChaos({ ...SHORT_RUN, cluster: { ...SHORT_RUN.cluster, store } });
     if ('skip' in report) return t.skip(report.skip);
     t.diagnostic(
-      `${report.events.sent} events, ${report.deliveries.total} deliveries (${report.deliveries.answeredDuplicate} duplicates), ${report.faults.total} faults, ${report.durationSeconds} s`,
+      `${report.events.sent} events, ${report.deliveries.total} deliveries (${report.deliveries.answeredDuplicate} duplicates), ${report.faults.total} faults, ${report.durationSeconds} s, processed by ${JSON.stringify(report.processedBy)}`,
     );
 
     for (const invariant of report.invariants) {
@@ -29,6 +29,11 @@ for (const store of SERVER_BACKENDS) {
     assert.ok(report.deliveries.retries > 0 && report.deliveries.answeredDuplicate > 0 && report.deliveries.burstCopies > 0);
     assert.ok((report.deliveries.byStatus['503'] ?? 0) > 0, 'the database outages were seen as 503');
     assert.ok(report.takeovers.eventsWithSeveralAttempts > 0, 'events taken over after a lease expired');
+    assert.ok(
+      (report.processedBy.worker ?? 0) > 0 && (report.processedBy['receiver thread'] ?? 0) > 0,
+      `both workers and a receiver's thread processed: ${JSON.stringify(report.processedBy)}`,
+    );
+    assert.equal(report.processedBy.unknown, undefined, 'every processed event names a process of the cluster');
     const stall = report.faults.list.find((f) => f.kind === 'worker-stall');
     assert.ok(stall && (stall.fencedCommits ?? 0) >= 1, `the stalled worker's late commit was refused: ${JSON.stringify(stall)}`);
   });

@@ -5,7 +5,7 @@ import { backendFor } from '../../../src/db/open-database.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import { copyInstallation, type CopyReport } from '../../../src/ops/copy/copy-installation.js';
 import { cli } from '../../support/cli.js';
-import { createTestDatabase, type TestDatabase } from '../../support/database.js';
+import { createTestDatabase, inspectDatabase, type TestDatabase } from '../../support/database.js';
 import { seedEvents } from '../../support/events.js';
 import { Harness, testConfig } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -132,10 +132,19 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
     const refused = await cli(['copy', '--from', viaPostgres!.url, '--to', from!.url], {});
     assert.equal(refused.code, 1, refused.output);
     assert.match(refused.output, /the target already holds \d+ events: copy into an empty database, or pass --merge/);
+    // The target's own version of a row the source also holds: a merge must not pass it as copied.
+    const target = inspectDatabase(from!.url, 1);
+    try {
+      await target.updateTable('webhook_events').set({ attempts: 9 }).where('event_id', '=', 'evt_copy_0').execute();
+    } finally {
+      await target.destroy();
+    }
     const merged = await cli(['copy', '--from', viaPostgres!.url, '--to', from!.url, '--merge', '--json'], {});
     assert.equal(merged.code, 1, 'the rows the target had are not the source rows of the same ids');
     const report = reportOf(merged.output);
+    assert.equal(report.verified, false);
     const events = report.tables.find((t) => t.table === 'webhook_events')!;
+    assert.notEqual(events.targetChecksum, events.sourceChecksum, 'the changed event row is told apart');
     assert.deepEqual([events.copiedNow, events.targetRows], [1, EVENTS + 4], 'only the event the source had beyond the target');
   });
 
