@@ -58,6 +58,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0019_admin_page_indexes',
       '0020_scheduled_runs',
       '0021_payment_locks',
+      '0022_one_status_index',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

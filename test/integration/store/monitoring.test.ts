@@ -53,6 +53,7 @@ for (const backend of STORE_BACKENDS) {
         '0019_admin_page_indexes',
         '0020_scheduled_runs',
         '0021_payment_locks',
+        '0022_one_status_index',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
