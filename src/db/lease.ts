@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { ExpressionBuilder } from 'kysely';
 import { byGroup, type BatchRunner } from './batcher.js';
+import { caseById } from './sql-case.js';
 import { toDbTime, type InboxDatabase } from './schema.js';
 
 /** Who holds a lease or lock: this host and process, and a random part, since pids are reused after restarts. */
@@ -20,9 +21,22 @@ export function newLease(owner: string, leaseMs: number, now: Date) {
   return { token, expiresAt, columns: { lease_owner: owner, lease_token: token, lease_expires_at: expiry, next_attempt_at: expiry } };
 }
 
-/** Rows still held by these leases, each its own id under its own token: the fence of a batched write. */
+/**
+ * Rows still held by these leases, each its own id under its own token: the fence of a batched write.
+ * Written `id IN (…) AND lease_token = CASE id WHEN … END` rather than as one `(id AND token)` pair
+ * per lease joined by OR, which PostgreSQL plans and then checks row by row pair by pair, a cost
+ * that grows with the square of the batch. The leases are of distinct rows.
+ */
 export function heldBy(leases: Array<{ id: number; token: string }>) {
-  return (eb: ExpressionBuilder<InboxDatabase, 'outbox' | 'webhook_events'>) => eb.or(leases.map(({ id, token }) => eb.and([eb('id', '=', id), eb('lease_token', '=', token)])));
+  return (eb: ExpressionBuilder<InboxDatabase, 'outbox' | 'webhook_events'>) =>
+    eb.and([
+      eb(
+        'id',
+        'in',
+        leases.map((lease) => lease.id),
+      ),
+      eb('lease_token', '=', caseById(leases.map((lease) => [lease.id, lease.token]))),
+    ]);
 }
 
 /** A claim of one row by one owner for `leaseMs`, as the stores batch them (see Batcher). */

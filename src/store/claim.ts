@@ -1,5 +1,6 @@
 import { type Insertable, type Kysely, type Selectable } from 'kysely';
 import { newLease } from '../db/lease.js';
+import { caseById } from '../db/sql-case.js';
 import { fromDbTime, toDbTime, type DbTime, type EventAttemptsTable, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import type { ProviderName } from '../model/delivery.js';
 import type { ClaimedEvent, Lease, PaymentRef } from './inbox-store.js';
@@ -45,7 +46,14 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
     const updated = await runner
       .updateTable('webhook_events')
       .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), claimed_at: nowDb, ...columns }))
-      .where((eb) => eb.or(due.map((row) => eb.and([eb('id', '=', row.id), eb('attempts', '=', row.attempts)]))))
+      // Each row under its own attempt count, as heldBy fences by token (see there why not OR'ed
+      // pairs). The cast: PostgreSQL types a CASE of bound values as text.
+      .where(
+        'id',
+        'in',
+        due.map((row) => row.id),
+      )
+      .where((eb) => eb('attempts', '=', eb.cast<number>(caseById(due.map((row) => [row.id, row.attempts])), 'integer')))
       .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
       .executeTakeFirst();
     let events = due;
