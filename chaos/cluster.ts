@@ -31,6 +31,7 @@ export type ProcessingKind = 'worker' | 'receiver thread';
 /** A process that processes events: a `worker`, or a receiver with its workers' thread. */
 export interface ProcessingProcess {
   name: string;
+  kind: ProcessingKind;
   child: CliProcess;
 }
 
@@ -48,8 +49,8 @@ export class ChaosCluster {
   private readonly started: CliProcess[] = [];
   /** Commits refused by fencing, over all processing processes (dead ones included). */
   leaseLost = 0;
-  /** Every process that ever processed, by pid: which kind it was. */
-  private readonly processingKinds = new Map<number, ProcessingKind>();
+  /** Every process that ever processed, by pid, dead ones included: lease owners name them by pid. */
+  private readonly processing = new Map<number, ProcessingProcess>();
   /** Workers' threads that died inside a living receiver (a finding, as a process's own exit is). */
   private readonly threadExits: string[] = [];
   /** Starts that failed (did not answer within 30 s, or exited), with the process's output. */
@@ -112,7 +113,7 @@ export class ChaosCluster {
   async restartReceiver(i: number): Promise<void> {
     const processing = i < this.options.processingReceivers;
     const { child, url } = await this.startingAgain(`receiver ${i}`, () => serve({ ...this.env, PORT: String(this.ports[i]) }, processing ? [] : ['--no-workers']));
-    if (processing) this.watchProcessing(`receiver ${i}`, 'receiver thread', child);
+    if (processing) this.watchProcessing({ name: `receiver ${i}`, kind: 'receiver thread', child });
     this.receivers[i] = child;
     this.started.push(child);
     // As a load balancer would: traffic only once the receiver reports ready (its database answers).
@@ -133,7 +134,7 @@ export class ChaosCluster {
 
   async restartWorker(i: number): Promise<void> {
     const child = await this.startingAgain(`worker ${i}`, () => worker(this.env));
-    this.watchProcessing(`worker ${i}`, 'worker', child);
+    this.watchProcessing({ name: `worker ${i}`, kind: 'worker', child });
     this.workers[i] = child;
     this.started.push(child);
   }
@@ -150,13 +151,9 @@ export class ChaosCluster {
     }
   }
 
-  /** The process whose pid appears in a lease owner (host:pid:uuid): a worker, or a receiver's workers' thread. */
+  /** The process a lease owner (host:pid:uuid) names, a worker or a receiver with its workers' thread, dead ones included. */
   processOwning(leaseOwner: string): ProcessingProcess | undefined {
-    const processing = [
-      ...this.workers.map((child, i) => ({ name: `worker ${i}`, child })),
-      ...this.receivers.slice(0, this.options.processingReceivers).map((child, i) => ({ name: `receiver ${i}`, child })),
-    ];
-    return processing.find(({ child }) => leaseOwner.includes(`:${child.pid}:`));
+    return this.processing.get(Number(leaseOwner.split(':').at(-2)));
   }
 
   /** Processes, and receivers' workers' threads, that exited without being killed by the injector (a crash is a finding). */
@@ -175,15 +172,10 @@ export class ChaosCluster {
     await this.database.destroy();
   }
 
-  /** Which kind of process a lease owner (host:pid:uuid) was, dead ones included. */
-  kindOwning(leaseOwner: string): ProcessingKind | undefined {
-    const pid = Number(leaseOwner.split(':').at(-2));
-    return this.processingKinds.get(pid);
-  }
-
-  /** Remembers the process's kind, counts its refused commits and keeps the lines of its workers' thread dying. */
-  private watchProcessing(name: string, kind: ProcessingKind, child: CliProcess): void {
-    if (child.pid !== undefined) this.processingKinds.set(child.pid, kind);
+  /** Remembers the process by its pid, counts its refused commits and keeps the lines of its workers' thread dying. */
+  private watchProcessing(watched: ProcessingProcess): void {
+    const { name, child } = watched;
+    if (child.pid !== undefined) this.processing.set(child.pid, watched);
     let partial = '';
     child.stdout.on('data', (chunk: Buffer) => {
       const lines = (partial + chunk.toString()).split('\n');

@@ -157,7 +157,9 @@ export class FaultInjector {
           .where('payment_id', '=', payment.paymentId)
           .where('status', '=', 'processing')
           .executeTakeFirst();
-        frozen = row?.lease_owner ? cluster.processOwning(row.lease_owner) : undefined;
+        const owner = row?.lease_owner ? cluster.processOwning(row.lease_owner) : undefined;
+        // A dead owner's lease is left to expire: only a living process can be frozen in its transaction.
+        frozen = owner?.child.exitCode === null && owner.child.signalCode === null ? owner : undefined;
         if (!frozen) await sleep(20);
       }
       // SIGSTOP: the process keeps its connections and open transactions but runs no code.

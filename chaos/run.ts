@@ -112,7 +112,7 @@ export async function runChaos(options: ChaosOptions, log: (line: string) => voi
       .execute();
     const processedBy: Record<string, number> = {};
     for (const { lease_owner, n } of owners) {
-      const kind = (lease_owner && cluster.kindOwning(lease_owner)) ?? 'unknown';
+      const kind = (lease_owner && cluster.processOwning(lease_owner)?.kind) ?? 'unknown';
       processedBy[kind] = (processedBy[kind] ?? 0) + Number(n);
     }
     const unexpectedExits = cluster.unexpectedExits();
