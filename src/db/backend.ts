@@ -17,6 +17,12 @@ export interface StoreBackend {
    */
   readonly lockingReads: boolean;
   /**
+   * Whether the store's general pool (processing, the outbox, operators' reads) runs its statements
+   * prepared too, not only the acknowledgement path's. True where the server's parsing and planning
+   * are a large part of processing's cost (PostgreSQL); docs/performance.md has the measurement.
+   */
+  readonly prepareEverywhere: boolean;
+  /**
    * `preparedStatements`: statements with values run prepared on the server, where the backend can
    * (for the few shapes the acknowledgement path runs; see mysql/prepared-pool.ts).
    * `idleTransactionTimeoutMs`: the server drops the connection of a transaction idle this long (its

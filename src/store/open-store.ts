@@ -28,7 +28,7 @@ export function openStore(
   const { idleTransactionTimeoutMs } = options;
   const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true, idleTransactionTimeoutMs });
   return new KyselyInboxStore(
-    backend.connect(url, { poolSize: options.poolSize, idleTransactionTimeoutMs }),
+    backend.connect(url, { poolSize: options.poolSize, preparedStatements: backend.prepareEverywhere, idleTransactionTimeoutMs }),
     ackDb,
     recordBatches,
     backend,

@@ -63,6 +63,8 @@ export const mysqlBackend: StoreBackend = {
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
+  // Processing ran no cheaper prepared on MariaDB, and mysql2 prepares a statement at first sight.
+  prepareEverywhere: false,
 
   connect(url, { poolSize, preparedStatements = false, idleTransactionTimeoutMs }) {
     const pool = createPool({

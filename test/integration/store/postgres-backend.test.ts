@@ -50,4 +50,32 @@ describe('the PostgreSQL backend: settings warned about at start, prepared state
       await pool.end();
     }
   });
+
+  test('a prepared select * whose table gained a column fails once, and its connection is discarded, not reused', async () => {
+    const pool = new pg.Pool({ connectionString: (database as TestDatabase).url, max: 1 });
+    const preparing = preparingPool(pool);
+    const selectAll = 'select * from stale_plan where id = $1';
+    try {
+      await pool.query('create table stale_plan (id int primary key, note text)');
+      await pool.query("insert into stale_plan values (1, 'one')");
+      const first = await preparing.connect();
+      const backend = async (client: typeof first) => (await client.query<{ pid: number }>('select pg_backend_pid() as pid', [])).rows[0]!.pid;
+      const firstPid = await backend(first);
+      for (let run = 0; run < 2; run++) await first.query(selectAll, [1]);
+      await first.query('alter table stale_plan add column added int', []);
+      await assert.rejects(first.query(selectAll, [1]), /cached plan must not change result type/);
+      first.release();
+
+      const second = await preparing.connect();
+      try {
+        assert.notEqual(await backend(second), firstPid, 'a fresh connection');
+        for (let run = 0; run < 2; run++) assert.deepEqual((await second.query(selectAll, [1])).rows, [{ id: 1, note: 'one', added: null }]);
+      } finally {
+        second.release();
+      }
+    } finally {
+      await pool.query('drop table if exists stale_plan');
+      await pool.end();
+    }
+  });
 });
