@@ -122,7 +122,8 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.type) query = query.where('event_type', '=', filter.type);
   if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
-  if (filter.eventId) query = query.where('event_id', '=', filter.eventId);
+  // Every provider named when none is, so that the unique (provider, event_id) index serves it.
+  if (filter.eventId) query = query.where('provider', 'in', filter.provider ? [filter.provider] : PROVIDER_NAMES).where('event_id', '=', filter.eventId);
   if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
   if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
   if (filter.q) query = query.where(sql<boolean>`payload like ${likePattern(filter.q)} escape '!'`);

@@ -387,10 +387,22 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
     // every index of the row, one index entry fewer per row version).
     '0022_one_status_index': {
       async up(db) {
-        const drop = db.schema.dropIndex('ix_webhook_events_status');
-        // MySQL names an index within its table; PostgreSQL and SQLite within the schema.
-        await (types.dialect === 'mysql' ? drop.on('webhook_events') : drop).execute();
+        await dropEventIndex(db, 'ix_webhook_events_status');
+      },
+    },
+    // Two more indexes that others serve, for the same reason. (payment_id) finds a payment's events
+    // with or without its provider, a handful of rows to filter; (provider, event_id), unique, finds
+    // an event id under every provider by naming them all (PROVIDER_NAMES), as (event_id) did.
+    '0023_fewer_event_indexes': {
+      async up(db) {
+        for (const name of ['ix_webhook_events_payment', 'ix_webhook_events_event_id']) await dropEventIndex(db, name);
       },
     },
   };
+
+  async function dropEventIndex(db: Kysely<unknown>, name: string): Promise<void> {
+    const drop = db.schema.dropIndex(name);
+    // MySQL names an index within its table; PostgreSQL and SQLite within the schema.
+    await (types.dialect === 'mysql' ? drop.on('webhook_events') : drop).execute();
+  }
 }

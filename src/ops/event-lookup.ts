@@ -29,8 +29,7 @@ export interface EventFilter {
 export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter, order: 'newest' | 'oldest' = 'newest'): Promise<{ events: EventRow[]; more: boolean }> {
   let query = db.selectFrom('webhook_events').selectAll();
   if (filter.provider) query = query.where('provider', '=', filter.provider);
-  // Every provider named, so that the (provider, payment_id) index serves a payment without one.
-  if (filter.payment) query = query.where('provider', 'in', filter.provider ? [filter.provider] : PROVIDER_NAMES).where('payment_id', '=', filter.payment);
+  if (filter.payment) query = query.where('payment_id', '=', filter.payment);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.type) query = query.where('event_type', '=', filter.type);
   if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
@@ -47,8 +46,12 @@ export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter,
  * shown by `events list`. A provider event id found under several providers needs `provider`.
  */
 export async function resolveEvent(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventRow> {
-  let query = db.selectFrom('webhook_events').selectAll().where('event_id', '=', ref);
-  if (provider) query = query.where('provider', '=', provider);
+  // Every provider named when none is, so that the unique (provider, event_id) index serves it.
+  const query = db
+    .selectFrom('webhook_events')
+    .selectAll()
+    .where('provider', 'in', provider ? [provider] : PROVIDER_NAMES)
+    .where('event_id', '=', ref);
   const matches = await query.limit(2).execute();
   if (matches.length > 1) throw new OperationError(`event "${ref}" exists for several providers; add --provider`, 'ambiguous_event');
   if (matches[0]) return matches[0];

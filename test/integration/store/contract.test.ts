@@ -59,6 +59,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0020_scheduled_runs',
       '0021_payment_locks',
       '0022_one_status_index',
+      '0023_fewer_event_indexes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

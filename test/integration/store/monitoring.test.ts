@@ -54,6 +54,7 @@ for (const backend of STORE_BACKENDS) {
         '0020_scheduled_runs',
         '0021_payment_locks',
         '0022_one_status_index',
+        '0023_fewer_event_indexes',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
