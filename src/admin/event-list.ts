@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { olderThan, type KeysetPosition } from '../db/keyset.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
-import { EVENT_STATUSES } from '../ops/event-lookup.js';
+import { EVENT_STATUSES, providersToSearch } from '../ops/event-lookup.js';
 import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -122,8 +122,7 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.type) query = query.where('event_type', '=', filter.type);
   if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
-  // Every provider named when none is, so that the unique (provider, event_id) index serves it.
-  if (filter.eventId) query = query.where('provider', 'in', filter.provider ? [filter.provider] : PROVIDER_NAMES).where('event_id', '=', filter.eventId);
+  if (filter.eventId) query = query.where('provider', 'in', providersToSearch(filter.provider)).where('event_id', '=', filter.eventId);
   if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
   if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
   if (filter.q) query = query.where(sql<boolean>`payload like ${likePattern(filter.q)} escape '!'`);

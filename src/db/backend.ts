@@ -24,7 +24,8 @@ export interface StoreBackend {
   readonly prepareEverywhere: boolean;
   /**
    * `preparedStatements`: statements with values run prepared on the server, where the backend can
-   * (for the few shapes the acknowledgement path runs; see mysql/prepared-pool.ts).
+   * (the acknowledgement path's pool, and every pool where `prepareEverywhere`; see the backends'
+   * prepared-pool.ts).
    * `idleTransactionTimeoutMs`: the server drops the connection of a transaction idle this long (its
    * process stalled), which rolls it back and frees its locks, where the server can (MariaDB,
    * PostgreSQL); unset, it waits for the process.

@@ -45,13 +45,16 @@ export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter,
  * The event an operator means: a provider event id ("evt_...", "pay_...:success"), or the row id
  * shown by `events list`. A provider event id found under several providers needs `provider`.
  */
+/**
+ * The providers a lookup by provider event id names: `provider`, or every provider when none is
+ * given, so that the unique (provider, event_id) index serves the lookup either way.
+ */
+export function providersToSearch(provider: string | undefined): readonly string[] {
+  return provider ? [provider] : PROVIDER_NAMES;
+}
+
 export async function resolveEvent(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventRow> {
-  // Every provider named when none is, so that the unique (provider, event_id) index serves it.
-  const query = db
-    .selectFrom('webhook_events')
-    .selectAll()
-    .where('provider', 'in', provider ? [provider] : PROVIDER_NAMES)
-    .where('event_id', '=', ref);
+  const query = db.selectFrom('webhook_events').selectAll().where('provider', 'in', providersToSearch(provider)).where('event_id', '=', ref);
   const matches = await query.limit(2).execute();
   if (matches.length > 1) throw new OperationError(`event "${ref}" exists for several providers; add --provider`, 'ambiguous_event');
   if (matches[0]) return matches[0];

@@ -42,31 +42,20 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
   );
 
   const { token, expiresAt, columns } = newLease(owner, leaseMs, now);
+  const dueIds = due.map((row) => row.id);
   const claim = async (runner: Kysely<InboxDatabase>): Promise<EventRow[]> => {
     const updated = await runner
       .updateTable('webhook_events')
       .set((eb) => ({ status: 'processing', attempts: eb('attempts', '+', 1), claimed_at: nowDb, ...columns }))
       // Each row under its own attempt count, as heldBy fences by token (see there why not OR'ed
       // pairs). The cast: PostgreSQL types a CASE of bound values as text.
-      .where(
-        'id',
-        'in',
-        due.map((row) => row.id),
-      )
+      .where('id', 'in', dueIds)
       .where((eb) => eb('attempts', '=', eb.cast<number>(caseById(due.map((row) => [row.id, row.attempts])), 'integer')))
       .where((eb) => eb.or([eb('status', '=', 'received'), eb.and([eb('status', 'in', ['failed', 'processing']), eb('next_attempt_at', '<=', nowDb)])]))
       .executeTakeFirst();
     let events = due;
     if (Number(updated.numUpdatedRows) !== due.length) {
-      const rows = await runner
-        .selectFrom('webhook_events')
-        .select(['id', 'lease_token'])
-        .where(
-          'id',
-          'in',
-          due.map((row) => row.id),
-        )
-        .execute();
+      const rows = await runner.selectFrom('webhook_events').select(['id', 'lease_token']).where('id', 'in', dueIds).execute();
       const leased = new Set(rows.filter((r) => r.lease_token === token).map((r) => r.id));
       events = due.filter((row) => leased.has(row.id));
     }
