@@ -9,10 +9,12 @@ import type pg from 'pg';
 export const MAX_PREPARED_PER_CONNECTION = 64;
 
 /**
- * PostgreSQL refuses to run a prepared statement whose result columns changed since it was prepared
- * (a `select *` after a migration added a column, from a newer process of a rolling upgrade):
- * "cached plan must not change result type". The name stays taken on that connection, so the
- * connection is discarded when it is released, and the statement is prepared afresh on another.
+ * PostgreSQL refuses to run a prepared statement whose result columns changed since it was prepared:
+ * "cached plan must not change result type". A `*` result changes whenever its table gains a column
+ * (a migration, in this process or in a newer one of a rolling upgrade), so a statement with a `*`
+ * anywhere in its text is never prepared; one that names its columns changes only with a column's
+ * type. Should that happen, the name stays taken on that connection, so the connection is discarded
+ * when it is released, and the statement is prepared afresh on another.
  */
 const CACHED_PLAN_CHANGED = '0A000';
 
@@ -46,7 +48,7 @@ function preparing(client: pg.PoolClient): PostgresPoolClient {
   const prepared = new Set<string>();
   let stalePlan = false;
   const run = async (text: string, values: readonly unknown[]) => {
-    if (values.length > 0 && !prepared.has(text)) {
+    if (values.length > 0 && !prepared.has(text) && !text.includes('*')) {
       if (seen.has(text) && prepared.size < MAX_PREPARED_PER_CONNECTION) prepared.add(text);
       else if (seen.size < MAX_PREPARED_PER_CONNECTION * 4) seen.add(text);
     }
