@@ -5,7 +5,7 @@ import { heldBy } from '../db/lease.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import { LeaseLostError } from '../errors.js';
 import type { BusinessTransaction, CompletionBatch, CompletionWork, Lease, PaymentRef } from './inbox-store.js';
-import { lockPayments } from './payment-locks.js';
+import { lockPayments, paymentKey } from './payment-locks.js';
 
 /**
  * Completing events: each event's business work and its "processed" mark in one transaction, fenced
@@ -21,38 +21,59 @@ export interface CompletionRequest {
 
 /**
  * Runs every request's work and marks its event processed, all in one transaction: the payments
- * locked first and the events fenced by one statement each. The requests must be about different
- * payments (one event per payment in a batch, see CompletionBatch). The whole batch stands or falls
- * together: if one work fails or one lease was lost, it rolls back and returns null, and the caller
- * runs each request alone so that a failure stays with its own event. `lockingReads`: see lockPayments.
+ * locked first and the events fenced by one statement. The requests come in rounds, each about
+ * different payments (one event per payment, see CompletionBatch and paymentRounds); the rounds run
+ * one after the other, each round's deferred writes written before the next round starts, so that
+ * an event sees what an earlier event of its payment wrote, as it would after that one's commit. The
+ * whole batch stands or falls together: if one work fails or one lease was lost, it rolls back and
+ * returns null, and the caller runs each request alone so that a failure stays with its own event.
+ * Returns the outcomes round by round, in the order of `rounds.flat()`. `lockingReads`: see
+ * lockPayments.
  */
-export async function completeBatch(db: Kysely<InboxDatabase>, requests: CompletionRequest[], lockingReads: boolean, now: () => Date): Promise<string[] | null> {
+export async function completeBatch(db: Kysely<InboxDatabase>, rounds: CompletionRequest[][], lockingReads: boolean, now: () => Date): Promise<string[] | null> {
+  const leases = rounds.flat().map((request) => request.lease);
   try {
     return await db.transaction().execute(async (tx) => {
-      const batch = await TransactionBatch.locked(
-        tx,
-        requests.map((r) => r.lease),
-        lockingReads,
-      );
+      await lockPayments(tx, paymentsOf(leases), lockingReads);
       const outcomes: string[] = [];
       try {
-        for (const { work } of requests) outcomes.push(await work(tx, batch));
-        await batch.writeDeferred(tx);
+        for (const round of rounds) {
+          const batch = new TransactionBatch(paymentsOf(round.map((request) => request.lease)));
+          for (const { work } of round) outcomes.push(await work(tx, batch));
+          await batch.writeDeferred(tx);
+        }
       } catch {
         throw new BatchAbandoned();
       }
-      await fence(
-        tx,
-        requests.map((r) => r.lease),
-        outcomes,
-        toDbTime(now()),
-      );
+      await fence(tx, leases, outcomes, toDbTime(now()));
       return outcomes;
     });
   } catch (error) {
     if (error instanceof BatchAbandoned || error instanceof LeaseLostError) return null;
     throw error;
   }
+}
+
+/**
+ * `items` in rounds that hold at most one item of each payment, in order: an item goes to the first
+ * round after the one that holds its payment's previous item, so a payment's items keep their order
+ * from round to round. Items about no payment all go to the first round.
+ */
+export function paymentRounds<T>(items: T[], paymentOf: (item: T) => PaymentRef | null): T[][] {
+  const rounds: T[][] = [];
+  const nextRound = new Map<string, number>();
+  for (const item of items) {
+    const payment = paymentOf(item);
+    const key = payment === null ? null : paymentKey(payment.provider, payment.paymentId);
+    const index = key === null ? 0 : (nextRound.get(key) ?? 0);
+    if (key !== null) nextRound.set(key, index + 1);
+    (rounds[index] ??= []).push(item);
+  }
+  return rounds;
+}
+
+function paymentsOf(leases: Lease[]): PaymentRef[] {
+  return leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null);
 }
 
 /** A completion transaction's CompletionBatch; made inside the transaction, so one run again starts afresh. */
@@ -63,7 +84,7 @@ export class TransactionBatch implements CompletionBatch {
 
   /** The batch of `leases`, its payments locked by `tx` before any work runs (see lockPayments). */
   static async locked(tx: BusinessTransaction, leases: Lease[], lockingReads: boolean): Promise<TransactionBatch> {
-    const batch = new TransactionBatch(leases.map((lease) => lease.payment).filter((payment): payment is PaymentRef => payment !== null));
+    const batch = new TransactionBatch(paymentsOf(leases));
     await lockPayments(tx, batch.payments, lockingReads);
     return batch;
   }

@@ -1,14 +1,14 @@
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
-import { Batcher } from '../db/batcher.js';
+import { Batcher, groupBy } from '../db/batcher.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
 import { migrateToLatest, pendingMigrations } from '../db/migrate.js';
 import type { DomainMigrations } from '../db/migrations.js';
 import type { InboxDatabase } from '../db/schema.js';
 import type { VerifiedEvent } from '../model/delivery.js';
 import { claimBatch } from './claim.js';
-import { completeBatch, completeOne, failAttempt, type CompletionRequest } from './complete.js';
+import { completeBatch, completeOne, failAttempt, paymentRounds, type CompletionRequest } from './complete.js';
 import { DatabaseErrors } from './database-errors.js';
 import { dueEventIds, eventById, eventByKey, pipelineStats } from './event-queries.js';
 import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
@@ -102,43 +102,55 @@ export class KyselyInboxStore implements InboxStore {
   }
 
   /**
-   * Completes `requests`, one event per payment in each transaction: a second event of a payment
-   * waits for the next round (its transaction would wait for the first's lock anyway), so a
-   * payment's events commit in the order they were submitted.
+   * Completes `requests` in one transaction, a payment's events one after the other in the order they
+   * were submitted (see completeBatch); a second event of a payment would wait for the first's lock in
+   * a transaction of its own anyway.
    */
   private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
-    const results: Array<PromiseSettledResult<string>> = [];
-    let pending = requests.map((request, index) => ({ request, index }));
-    while (pending.length > 0) {
-      const payments = new Set<string>();
-      const round = pending.filter(({ request: { lease } }) => {
-        if (lease.payment === null) return true;
-        const key = paymentKey(lease.payment.provider, lease.payment.paymentId);
-        if (payments.has(key)) return false;
-        payments.add(key);
-        return true;
-      });
-      pending = pending.filter((entry) => !round.includes(entry));
-      const settled = await this.completeRound(round.map(({ request }) => request));
-      round.forEach(({ index }, i) => (results[index] = settled[i]!));
-    }
-    return results;
-  }
-
-  private async completeRound(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
     const now = () => this.clock.now();
     const { lockingReads } = this.storeBackend;
+    const indexed = requests.map((request, index) => ({ request, index }));
+    const paymentOf = ({ request }: { request: CompletionRequest }) => request.lease.payment;
+    const sequenceOf = (entry: { request: CompletionRequest; index: number }) => {
+      const payment = paymentOf(entry);
+      return payment === null ? `#${entry.index}` : paymentKey(payment.provider, payment.paymentId);
+    };
     if (requests.length > 1) {
+      const rounds = paymentRounds(indexed, paymentOf);
       try {
-        const outcomes = await this.errors.withConflictRetries(() => completeBatch(this.db, requests, lockingReads, now));
-        if (outcomes) return outcomes.map((value) => ({ status: 'fulfilled', value }));
+        const outcomes = await this.errors.withConflictRetries(() =>
+          completeBatch(
+            this.db,
+            rounds.map((round) => round.map(({ request }) => request)),
+            lockingReads,
+            now,
+          ),
+        );
+        if (outcomes) {
+          const results: Array<PromiseSettledResult<string>> = [];
+          rounds.flat().forEach(({ index }, i) => (results[index] = { status: 'fulfilled', value: outcomes[i]! }));
+          return results;
+        }
       } catch (error) {
         if (this.storeBackend.isUnavailable(error)) throw this.errors.translate(error);
       }
     }
     // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
-    // failure or a lost lease stays with its event.
-    return Promise.allSettled(requests.map((request) => this.errors.withConflictRetries(() => completeOne(this.db, request, lockingReads, now))));
+    // failure or a lost lease stays with its event; a payment's events still one after the other.
+    const results: Array<PromiseSettledResult<string>> = [];
+    const completeAlone = async (request: CompletionRequest): Promise<PromiseSettledResult<string>> => {
+      try {
+        return { status: 'fulfilled', value: await this.errors.withConflictRetries(() => completeOne(this.db, request, lockingReads, now)) };
+      } catch (reason) {
+        return { status: 'rejected', reason };
+      }
+    };
+    await Promise.all(
+      [...groupBy(indexed, sequenceOf).values()].map(async (sequence) => {
+        for (const { request, index } of sequence) results[index] = await completeAlone(request);
+      }),
+    );
+    return results;
   }
 
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean> {
