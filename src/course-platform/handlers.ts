@@ -214,7 +214,9 @@ async function revokeCourse(context: Context): Promise<void> {
 
   // Only a fulfilment that was requested is cancelled (a refund seen before any capture has none),
   // and never before it: the cancellation waits until the fulfilment row is final. No second receipt.
-  // The fulfilment was requested by an earlier batch, if at all: one event of a payment per batch.
+  // The fulfilment was requested by an earlier event of the payment, if at all, whose rows are
+  // written by now: a payment has one event per batch, and a transaction writes a batch's rows before
+  // the next batch starts.
   const fulfilment = fulfilmentKey(payment.provider, payment.payment_id);
   const requested = await tx.selectFrom('outbox').select('id').where('idempotency_key', '=', fulfilment).executeTakeFirst();
   if (requested) addEffects(context, [{ kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment }]);

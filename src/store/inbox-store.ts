@@ -81,12 +81,16 @@ export interface PipelineStats {
 
 export type BusinessTransaction = Transaction<InboxDatabase>;
 
-/** What the works of one completion transaction share, so that many events cost few statements. */
+/** What the works of one completion batch share, so that many events cost few statements. */
 export interface CompletionBatch {
-  /** The payments whose events the transaction completes, one event each, locked by it. */
+  /**
+   * The payments of the batch's events, one event each, locked by its transaction. A transaction may
+   * complete several batches one after the other, a payment's later events in later ones, each
+   * seeing what the earlier batches wrote (see completeBatch).
+   */
   readonly payments: PaymentRef[];
   /**
-   * Runs `write` in the transaction after every work of the batch, before the fence: rows that many
+   * Runs `write` in the transaction after every work of the batch, before the next batch or the fence: rows that many
    * events add, and that nothing reads back before the commit, go as one statement for the batch.
    */
   atCommit(write: (tx: BusinessTransaction) => Promise<void>): void;
