@@ -539,51 +539,84 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     ]);
   });
 
-  test("a payment's capture and its refund completed together share one transaction, the refund seeing what the capture wrote", async () => {
-    const now = toDbTime(clock.now());
-    const paymentId = 'pay_both';
-    const [capture, refund] = await Promise.all([leaseOf('gc_both_captured', paymentId), leaseOf('gc_both_refunded', paymentId)]);
-    const transactions = new Set<unknown>();
-    const batches = new Set<CompletionBatch>();
-    const apply = (lease: Lease, state: 'captured' | 'refunded') =>
-      store.completeFenced(lease, async (tx, batch) => {
-        transactions.add(tx);
-        batches.add(batch);
-        const change = await advancePayment(tx, 'razorpay', { ...captured(paymentId, 'u_both'), courseId: 'c_both', email: 'both@example.com', state }, now, batch);
-        const event = {
-          id: lease.id,
-          provider: 'razorpay' as const,
-          eventId: `gc_both_${state}`,
-          eventType: `payment.${state}`,
-          payload: {},
-          headers: {},
-          attempts: 1,
-          createdAt: clock.now(),
-        };
-        for (const handler of coursePlatform.handlers![change.payment.status] ?? [])
-          await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch });
-        return `${change.applied} ${change.payment.status}`;
-      });
-    const outcomes = await Promise.all([apply(capture, 'captured'), apply(refund, 'refunded')]);
-    assert.deepEqual(outcomes, ['true captured', 'true refunded'], 'applied in the order submitted');
-    assert.equal(transactions.size, 1, 'one transaction for both events');
-    assert.equal(batches.size, 2, 'each in a round of its own: a payment has one event per CompletionBatch');
-    const order = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('status').where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
-    assert.equal(order.status, 'refunded', "the refund found the capture's order");
-    const enrollment = await store.db.withTables<CoursePlatformTables>().selectFrom('enrollments').select('status').where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
-    assert.equal(enrollment.status, 'revoked');
-    const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', `%:razorpay:${paymentId}`).execute();
-    assert.deepEqual(
-      outbox.map((row) => row.idempotency_key).sort(),
-      [`fulfilment-cancel:razorpay:${paymentId}`, `fulfilment:razorpay:${paymentId}`, `receipt:razorpay:${paymentId}`],
-      "the cancellation, since the refund saw the capture's fulfilment request",
+  for (const failing of [false, true])
+    test(
+      failing
+        ? "a payment's capture and its refund in a batch that cannot commit: completed alone, the capture first, the refund seeing what it wrote"
+        : "a payment's capture and its refund completed together share one transaction, the refund seeing what the capture wrote",
+      async () => {
+        const now = toDbTime(clock.now());
+        const paymentId = failing ? 'pay_both_alone' : 'pay_both';
+        const [capture, refund, other] = await Promise.all([
+          leaseOf(`gc_${paymentId}_captured`, paymentId),
+          leaseOf(`gc_${paymentId}_refunded`, paymentId),
+          leaseOf(`gc_${paymentId}_other`, `${paymentId}_other`),
+        ]);
+        const transactions = new Set<unknown>();
+        const batches = new Set<CompletionBatch>();
+        const apply = (lease: Lease, state: 'captured' | 'refunded') =>
+          store.completeFenced(lease, async (tx, batch) => {
+            transactions.add(tx);
+            batches.add(batch);
+            const change = await advancePayment(tx, 'razorpay', { ...captured(paymentId, 'u_both'), courseId: 'c_both', email: 'both@example.com', state }, now, batch);
+            const event = {
+              id: lease.id,
+              provider: 'razorpay' as const,
+              eventId: `gc_${paymentId}_${state}`,
+              eventType: `payment.${state}`,
+              payload: {},
+              headers: {},
+              attempts: 1,
+              createdAt: clock.now(),
+            };
+            for (const handler of coursePlatform.handlers![change.payment.status] ?? [])
+              await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch });
+            return `${change.applied} ${change.payment.status}`;
+          });
+        const [capturing, refunding, third] = await Promise.allSettled([
+          apply(capture, 'captured'),
+          apply(refund, 'refunded'),
+          store.completeFenced(other, async () => {
+            if (failing) throw new Error('handler failed');
+            return 'done';
+          }),
+        ]);
+        assert.deepEqual(
+          [capturing, refunding],
+          [
+            { status: 'fulfilled', value: 'true captured' },
+            { status: 'fulfilled', value: 'true refunded' },
+          ],
+          'applied in the order submitted',
+        );
+        if (failing) {
+          assert.equal(third.status === 'rejected' && (third.reason as Error).message, 'handler failed');
+        } else {
+          assert.equal(transactions.size, 1, 'one transaction for the three events');
+          assert.equal(batches.size, 2, 'the refund in a round of its own: a payment has one event per CompletionBatch');
+        }
+        const order = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('status').where('payment_id', '=', paymentId).executeTakeFirstOrThrow();
+        assert.equal(order.status, 'refunded', "the refund found the capture's order");
+        const enrollment = await store.db
+          .withTables<CoursePlatformTables>()
+          .selectFrom('enrollments')
+          .select('status')
+          .where('payment_id', '=', paymentId)
+          .executeTakeFirstOrThrow();
+        assert.equal(enrollment.status, 'revoked');
+        const outbox = await store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', `%:razorpay:${paymentId}`).execute();
+        assert.deepEqual(
+          outbox.map((row) => row.idempotency_key).sort(),
+          [`fulfilment-cancel:razorpay:${paymentId}`, `fulfilment:razorpay:${paymentId}`, `receipt:razorpay:${paymentId}`],
+          "the cancellation, since the refund saw the capture's fulfilment request",
+        );
+        const states = await Promise.all([capture, refund, other].map((lease) => store.eventState(lease.id)));
+        assert.deepEqual(
+          states.map((state) => state?.status),
+          ['processed', 'processed', failing ? 'processing' : 'processed'],
+        );
+      },
     );
-    const states = await Promise.all([capture, refund].map((lease) => store.eventState(lease.id)));
-    assert.deepEqual(
-      states.map((state) => state?.status),
-      ['processed', 'processed'],
-    );
-  });
 });
 
 test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL', () => {
