@@ -52,9 +52,9 @@ interface PaymentUpdate extends PaymentKey {
  * only move the payment forward and fill what is empty. A stale event still completes missing
  * details: a late event may be the only one that carries the customer's metadata.
  *
- * The payments of a completion batch, one event each, are read together by the batch's
- * first event and written together at the batch's end (`batch.atCommit`): one read, at most one
- * insert and one update for the whole batch. Until then the `payments` table does not show the change;
+ * The payments of a completion batch, one event each, are read together by the batch's first event
+ * and written together at the batch's end (`batch.atCommit`): one read, at most one insert and one
+ * update for the whole batch. Until then the `payments` table does not show the change;
  * `PaymentChange.payment` does.
  */
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch: CompletionBatch): Promise<PaymentChange> {

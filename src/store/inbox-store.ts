@@ -90,8 +90,8 @@ export interface CompletionBatch {
    */
   readonly payments: PaymentRef[];
   /**
-   * Runs `write` in the transaction after every work of the batch, before the next batch or the fence: rows that many
-   * events add, and that nothing reads back before the commit, go as one statement for the batch.
+   * Runs `write` in the transaction after every work of the batch, before the next batch or the
+   * fence: rows that many events add, and that nothing of the batch reads back, go as one statement.
    */
   atCommit(write: (tx: BusinessTransaction) => Promise<void>): void;
 }
