@@ -95,6 +95,8 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
       await (thread as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
       await waitFor('the exit logged', () => errors.some((line) => line.includes("the workers' thread exited")));
       await announce('evt_thread_after');
+      // The thread's metrics cross once per turn of its event loop, after the commit the store shows.
+      await waitFor('both attempts counted', () => attempts.length >= 2);
       assert.deepEqual(attempts, ['processed', 'processed'], 'both attempts counted on the request thread');
     } finally {
       await thread.stop(5000);
