@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
-import { Batcher, groupBy } from '../db/batcher.js';
+import { Batcher } from '../db/batcher.js';
 import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
 import { migrateToLatest, pendingMigrations } from '../db/migrate.js';
 import type { DomainMigrations } from '../db/migrations.js';
@@ -12,7 +12,6 @@ import { completeBatch, completeOne, failAttempt, paymentRounds, type Completion
 import { DatabaseErrors } from './database-errors.js';
 import { dueEventIds, eventById, eventByKey, pipelineStats } from './event-queries.js';
 import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
-import { paymentKey } from './payment-locks.js';
 import { EventRecorder } from './record.js';
 
 /**
@@ -109,14 +108,12 @@ export class KyselyInboxStore implements InboxStore {
   private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
     const now = () => this.clock.now();
     const { lockingReads } = this.storeBackend;
-    const indexed = requests.map((request, index) => ({ request, index }));
-    const paymentOf = ({ request }: { request: CompletionRequest }) => request.lease.payment;
-    const sequenceOf = (entry: { request: CompletionRequest; index: number }) => {
-      const payment = paymentOf(entry);
-      return payment === null ? `#${entry.index}` : paymentKey(payment.provider, payment.paymentId);
-    };
+    const rounds = paymentRounds(
+      requests.map((request, index) => ({ request, index })),
+      ({ request }) => request.lease.payment,
+    );
+    const results: Array<PromiseSettledResult<string>> = [];
     if (requests.length > 1) {
-      const rounds = paymentRounds(indexed, paymentOf);
       try {
         const outcomes = await this.errors.withConflictRetries(() =>
           completeBatch(
@@ -127,7 +124,6 @@ export class KyselyInboxStore implements InboxStore {
           ),
         );
         if (outcomes) {
-          const results: Array<PromiseSettledResult<string>> = [];
           rounds.flat().forEach(({ index }, i) => (results[index] = { status: 'fulfilled', value: outcomes[i]! }));
           return results;
         }
@@ -136,20 +132,12 @@ export class KyselyInboxStore implements InboxStore {
       }
     }
     // Alone, or the batch could not commit as a whole: each event in its own transaction, so a
-    // failure or a lost lease stays with its event; a payment's events still one after the other.
-    const results: Array<PromiseSettledResult<string>> = [];
-    const completeAlone = async (request: CompletionRequest): Promise<PromiseSettledResult<string>> => {
-      try {
-        return { status: 'fulfilled', value: await this.errors.withConflictRetries(() => completeOne(this.db, request, lockingReads, now)) };
-      } catch (reason) {
-        return { status: 'rejected', reason };
-      }
-    };
-    await Promise.all(
-      [...groupBy(indexed, sequenceOf).values()].map(async (sequence) => {
-        for (const { request, index } of sequence) results[index] = await completeAlone(request);
-      }),
-    );
+    // failure or a lost lease stays with its event; round after round, so a payment's events still
+    // complete one after the other.
+    for (const round of rounds) {
+      const settled = await Promise.allSettled(round.map(({ request }) => this.errors.withConflictRetries(() => completeOne(this.db, request, lockingReads, now))));
+      round.forEach(({ index }, i) => (results[index] = settled[i]!));
+    }
     return results;
   }
 
