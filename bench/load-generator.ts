@@ -33,6 +33,17 @@ export interface LoadResult {
   errors: number;
   acksPerSec: number;
   latencyMs: Percentiles;
+  /**
+   * Paced mode: the p99 of the acknowledgements due in each second of the step, in order. A step's
+   * p99 made by a few stalled seconds reads differently here from one made by a steady queue.
+   */
+  secondP99sMs: Array<number | null> | null;
+  /**
+   * Paced mode: how late the generator itself sent each request after it was due. It counts in each
+   * latency (the delivery was due then), so a high figure here is the machine starving the
+   * generator, not the target answering slowly.
+   */
+  sendLateMs: Percentiles | null;
   uniqueEvents: number;
   duplicatesInPool: number;
   /** The pool ran out and started again: later requests were duplicates beyond the planned share. */
@@ -44,6 +55,9 @@ interface Tally {
   non2xx: number;
   errors: number;
   latencies: number[];
+  /** Paced mode: the latencies of each second's due acknowledgements, and each send's lateness. */
+  bySecond: number[][];
+  sendLate: number[];
 }
 
 class Cursor {
@@ -104,14 +118,18 @@ async function paced(job: LoadJob, cursor: Cursor, tally: Tally): Promise<void> 
   await new Promise<void>((resolve) => {
     const send = (dueAt: number) => {
       const delivery = cursor.next();
+      tally.sendLate.push(performance.now() - dueAt);
+      const second = (tally.bySecond[Math.floor((dueAt - start) / 1000)] ??= []);
       const req = request(
         { agent, host: target.hostname, port: target.port, method: 'POST', path: delivery.path, headers: { ...delivery.headers, 'content-length': delivery.body.length } },
         (res) => {
           res.resume();
           res.on('end', () => {
             if (res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300) {
+              const latency = performance.now() - dueAt;
               tally.acks++;
-              tally.latencies.push(performance.now() - dueAt);
+              tally.latencies.push(latency);
+              second.push(latency);
             } else tally.non2xx++;
             if (++finished === total) resolve();
           });
@@ -136,7 +154,7 @@ async function paced(job: LoadJob, cursor: Cursor, tally: Tally): Promise<void> 
 export async function runLoad(job: LoadJob): Promise<LoadResult> {
   const pool = buildPool(job.pool);
   const cursor = new Cursor(pool.deliveries);
-  const tally: Tally = { acks: 0, non2xx: 0, errors: 0, latencies: [] };
+  const tally: Tally = { acks: 0, non2xx: 0, errors: 0, latencies: [], bySecond: [], sendLate: [] };
   const startedAt = Date.now();
   await (job.mode === 'saturate' ? saturate(job, cursor, tally) : paced(job, cursor, tally));
   const finishedAt = Date.now();
@@ -151,6 +169,8 @@ export async function runLoad(job: LoadJob): Promise<LoadResult> {
     errors: tally.errors,
     acksPerSec: tally.acks / ((finishedAt - startedAt) / 1000),
     latencyMs: percentiles(tally.latencies),
+    secondP99sMs: job.mode === 'paced' ? Array.from(tally.bySecond, (second) => percentiles(second ?? []).p99) : null,
+    sendLateMs: job.mode === 'paced' ? percentiles(tally.sendLate) : null,
     uniqueEvents: pool.uniqueEvents,
     duplicatesInPool: pool.duplicates,
     poolWrapped: cursor.wrapped,

@@ -7,6 +7,7 @@ import type { BacklogRun } from './backlog.js';
 import { CAPACITY_LIMITS, type CapacityTrial } from './capacity.js';
 import { latencyChart } from './chart.js';
 import type { ProcessingStats } from './database.js';
+import type { HostPressure } from './host-pressure.js';
 import type { LoadResult } from './load-generator.js';
 import type { BenchSettings } from './settings.js';
 import { median, round, type Percentiles } from './stats.js';
@@ -23,6 +24,8 @@ export interface Step {
   databaseCpuMsPerAck: number | null;
   /** Null for the baseline, which does not process. */
   processing: ProcessingStats | null;
+  /** The host's CPU and I/O stalls while the load ran; null where the kernel does not report them. */
+  hostPressure: HostPressure | null;
 }
 
 export interface TargetRun {
@@ -501,7 +504,14 @@ function capacitySection(results: BenchResults): string[] {
   const steps = (name: string) =>
     results.capacity
       .filter((c) => c.target === name)
-      .map((c) => c.trials.map((t) => `${t.rate}${t.passed ? '' : '✗'} (p99 ${cell(t.ackP99Ms)}, keep-up ${cell(t.keepUp)}, lag p99 ${cell(t.lagP99Ms)})`).join(', '))
+      .map((c) =>
+        c.trials
+          .map(
+            (t) =>
+              `${t.rate}${t.passed ? '' : '✗'} (${t.tries > 1 ? `${t.triesPassed}/${t.tries} passed, medians: ` : ''}p99 ${cell(t.ackP99Ms)}, keep-up ${cell(t.keepUp)}, lag p99 ${cell(t.lagP99Ms)})`,
+          )
+          .join(', '),
+      )
       .join('; ');
   return [
     '',
@@ -511,7 +521,7 @@ function capacitySection(results: BenchResults): string[] {
     '|---|---|---|---|',
     ...capacity.map((c) => `| ${c.label} | ${c.capacity} | ${cell(c.ratioToNaive, 'x')} | ${steps(c.target)} |`),
     '',
-    `From ${results.settings.capacityStart}/s, doubled until a step fails, then ${results.settings.capacityRefine} step(s) halving the gap; capacity is the highest rate that passed (median over repetitions).`,
+    `From ${results.settings.capacityStart}/s, doubled until a rate fails, then ${results.settings.capacityRefine} rate(s) halving the gap; each rate tried up to ${results.settings.capacityTries} time(s), passing when most tries pass; capacity is the highest rate that passed (median over repetitions).`,
   ];
 }
 

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CommanderError } from 'commander';
 import { runBacklog, type BacklogRun } from './backlog.js';
-import { capacityOf, nextCapacityRate, trialOf, type CapacityTrial } from './capacity.js';
+import { CAPACITY_LIMITS, capacityOf, combineTries, nextCapacityRate, trialOf, triesDecided, type CapacityTrial } from './capacity.js';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
+import { measureHostPressure } from './host-pressure.js';
 import { startLatencyProxy } from './latency-proxy.js';
 import {
   describeMachine,
@@ -81,13 +82,15 @@ async function measuredStep(
 ): Promise<Step> {
   const serviceBefore = target.cpuSeconds();
   const databaseBefore = await database.serverCpuSeconds();
+  const pressure = measureHostPressure();
   const result = await load(settings, target.url, mode, seconds, rate);
+  const hostPressure = pressure();
   // CPU of the service process and of the database server while the load ran, per acknowledgement.
   const perAck = (before: number | null, after: number | null) =>
     before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
   const databaseCpuMsPerAck = perAck(databaseBefore, await database.serverCpuSeconds());
-  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null };
+  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null, hostPressure };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
   return {
@@ -95,6 +98,7 @@ async function measuredStep(
     serviceCpuMsPerAck,
     databaseCpuMsPerAck,
     processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null),
+    hostPressure,
   };
 }
 
@@ -112,12 +116,21 @@ async function forgedFlood(settings: BenchSettings, url: string, rate: number): 
   return { quiet, valid, forged };
 }
 
+/** Paced steps: how many seconds had their own p99 over the capacity limit, the worst one, and the generator's own lateness. */
+function pacedDetail(l: LoadResult): string {
+  if (l.secondP99sMs === null || l.sendLateMs === null) return '';
+  const seconds = l.secondP99sMs.filter((p99) => p99 !== null);
+  const over = seconds.filter((p99) => p99 > CAPACITY_LIMITS.ackP99Ms).length;
+  return ` (${over}/${seconds.length} seconds over ${CAPACITY_LIMITS.ackP99Ms} ms, worst ${Math.max(0, ...seconds)} ms; sent late p99 ${l.sendLateMs.p99} ms)`;
+}
+
 function describeStep(spec: TargetSpec, step: Step): string {
   const { load: l, processing: p } = step;
-  const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms`;
+  const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms${pacedDetail(l)}`;
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${processing}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  const pressure = step.hostPressure ? `, host stalls: CPU ${step.hostPressure.cpuMsPerSec} / I/O ${step.hostPressure.ioMsPerSec} ms/s` : '';
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */
@@ -189,11 +202,15 @@ async function runCapacity(settings: BenchSettings, spec: TargetSpec, repetition
           const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
           const trials: CapacityTrial[] = [];
           for (let rate = nextCapacityRate(trials, search); rate !== null; rate = nextCapacityRate(trials, search)) {
-            const step = await measuredStep(settings, spec, database, target, 'paced', settings.capacityDurationSec, rate);
-            const trial = trialOf(rate, step);
-            console.log(`  ${spec.name} capacity step ${rate}/s: ${trial.passed ? 'pass' : 'FAIL'}: ${describeStep(spec, step)}`);
-            trials.push(trial);
-            await settleBacklog(database);
+            const tries: CapacityTrial[] = [];
+            while (!triesDecided(tries, settings.capacityTries)) {
+              const step = await measuredStep(settings, spec, database, target, 'paced', settings.capacityDurationSec, rate);
+              const trial = trialOf(rate, step);
+              console.log(`  ${spec.name} capacity step ${rate}/s, try ${tries.length + 1}: ${trial.passed ? 'pass' : 'FAIL'}: ${describeStep(spec, step)}`);
+              tries.push(trial);
+              await settleBacklog(database);
+            }
+            trials.push(combineTries(tries));
           }
           return { target: spec.name, repetition, trials, capacity: capacityOf(trials) };
         },

@@ -38,6 +38,8 @@ export interface BenchSettings extends DatabaseServers {
   capacityDurationSec: number;
   capacityStart: number;
   capacityRefine: number;
+  /** Steps allowed at each rate of the capacity search; a rate passes when most of them pass. */
+  capacityTries: number;
   out: string;
   profileDir: string | null;
 }
@@ -103,6 +105,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     .option('--capacity-duration <s>', 'seconds of each capacity step (full: 60, quick: 3)', positive)
     .option('--capacity-start <rate>', 'first offered rate of the capacity search, doubled until a step fails (full: 250, quick: 250)', positive)
     .option('--capacity-refine <n>', 'steps halving the gap between the highest pass and the lowest failure (full: 3, quick: 1)', count)
+    .option('--capacity-tries <n>', 'steps allowed at each capacity rate, which passes when most of them pass; stops once decided (full: 3, quick: 1)', positive)
     .option('--max-rate <n>', 'expected top rate, sizes the pre-signed pool', positive, 8000)
     .option('--drain-timeout <s>', 'how long to wait for processing and the outbox to finish after a step', positive)
     .option('--mysql-url <url>', 'MariaDB/MySQL server (the bench creates and drops its own databases)', DEFAULT_SERVERS.mysqlUrl)
@@ -145,6 +148,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     capacityDurationSec: pick(o.capacityDuration, 60, 3),
     capacityStart: pick(o.capacityStart, 250, 250),
     capacityRefine: pick(o.capacityRefine, 3, 1),
+    capacityTries: pick(o.capacityTries, 3, 1),
     out: resolve(o.out as string),
     profileDir: o.profile ? resolve(o.profile as string) : null,
   };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { capacityOf, nextCapacityRate, trialOf, type CapacityTrial } from '../capacity.js';
+import { capacityOf, combineTries, nextCapacityRate, trialOf, triesDecided, type CapacityTrial } from '../capacity.js';
 import type { ProcessingStats } from '../database.js';
 import type { LoadResult } from '../load-generator.js';
 
@@ -10,7 +10,7 @@ const search = { start: 100, refine: 2, max: 8000 };
 function searchUpTo(limit: number, options = search): number[] {
   const trials: CapacityTrial[] = [];
   for (let rate = nextCapacityRate(trials, options); rate !== null; rate = nextCapacityRate(trials, options)) {
-    trials.push({ rate, passed: rate <= limit, acksPerSec: rate, ackP99Ms: 1, keepUp: 1, lagP99Ms: 1, failures: 0 });
+    trials.push({ rate, passed: rate <= limit, acksPerSec: rate, ackP99Ms: 1, keepUp: 1, lagP99Ms: 1, failures: 0, tries: 1, triesPassed: rate <= limit ? 1 : 0 });
   }
   return trials.map((t) => t.rate);
 }
@@ -26,6 +26,8 @@ const load = (overrides: Partial<LoadResult> = {}): LoadResult => ({
   errors: 0,
   acksPerSec: 100,
   latencyMs: { count: 100, p50: 5, p99: 20, p99_9: 30, max: 40 },
+  secondP99sMs: null,
+  sendLateMs: null,
   uniqueEvents: 100,
   duplicatesInPool: 0,
   poolWrapped: false,
@@ -73,5 +75,29 @@ describe('capacity search', () => {
     assert.equal(trialOf(100, { load: load(), processing: processing(1, 1000) }).passed, false);
     assert.equal(trialOf(100, { load: load({ non2xx: 1 }), processing: processing(1, 200) }).passed, false);
     assert.equal(trialOf(100, { load: load(), processing: null }).passed, false, 'a target that does not process has no end-to-end capacity');
+  });
+
+  test('a rate tried several times passes when most tries pass, and stops trying once that is decided', () => {
+    const tryAt = (passed: boolean, ackP99Ms: number, failures = 0): CapacityTrial => ({
+      ...trialOf(100, { load: load(), processing: processing(1, 200) }),
+      passed,
+      ackP99Ms,
+      failures,
+      triesPassed: passed ? 1 : 0,
+    });
+    assert.equal(triesDecided([], 3), false);
+    assert.equal(triesDecided([tryAt(true, 20)], 3), false);
+    assert.equal(triesDecided([tryAt(true, 20), tryAt(true, 30)], 3), true, 'two passes of three decide');
+    assert.equal(triesDecided([tryAt(false, 60), tryAt(false, 70)], 3), true, 'two failures of three decide');
+    assert.equal(triesDecided([tryAt(true, 20), tryAt(false, 60)], 3), false, 'one each: the third decides');
+    assert.equal(triesDecided([tryAt(false, 60)], 1), true, 'one try: it decides alone');
+    assert.equal(triesDecided([tryAt(true, 20), tryAt(false, 60)], 2), true, 'of two, a failure leaves no majority');
+    assert.equal(triesDecided([tryAt(true, 20)], 2), false);
+
+    const mixed = combineTries([tryAt(true, 20), tryAt(false, 60, 2), tryAt(true, 40)]);
+    assert.equal(mixed.passed, true);
+    assert.deepEqual([mixed.tries, mixed.triesPassed, mixed.ackP99Ms, mixed.failures], [3, 2, 40, 2]);
+    assert.equal(combineTries([tryAt(true, 20), tryAt(false, 60)]).passed, false, 'a tie is no majority');
+    assert.equal(combineTries([{ ...tryAt(false, 20), keepUp: null }, tryAt(true, 20), tryAt(true, 20)]).keepUp, null, 'a figure missing from a try has no median');
   });
 });

@@ -16,11 +16,19 @@ const load = (acksPerSec: number): LoadResult => ({
   errors: 0,
   acksPerSec,
   latencyMs: { count: acksPerSec, p50: 5, p99: 20, p99_9: 30, max: 40 },
+  secondP99sMs: null,
+  sendLateMs: null,
   uniqueEvents: acksPerSec,
   duplicatesInPool: 0,
   poolWrapped: false,
 });
-const step = (acksPerSec: number, cpuMsPerAck = 0.2): Step => ({ load: load(acksPerSec), serviceCpuMsPerAck: cpuMsPerAck, databaseCpuMsPerAck: cpuMsPerAck, processing: null });
+const step = (acksPerSec: number, cpuMsPerAck = 0.2): Step => ({
+  load: load(acksPerSec),
+  serviceCpuMsPerAck: cpuMsPerAck,
+  databaseCpuMsPerAck: cpuMsPerAck,
+  processing: null,
+  hostPressure: null,
+});
 const run = (target: string, acksPerSec: number, repetition = 1): TargetRun => ({
   target,
   repetition,
