@@ -6,19 +6,22 @@ import { round } from './stats.js';
  * A database server's counters.
  *
  * MariaDB's are server-wide: statements by kind (`Com_*`), handler calls (`Handler_*`: row reads,
- * writes, updates, deletes, each index entry read) and InnoDB's row operations (`Innodb_rows_*`).
+ * writes, updates, deletes, each index entry read), InnoDB's row operations (`Innodb_rows_*`) and
+ * the bytes written to its redo log (`Innodb_os_log_written`), which a small redo log must check-
+ * point as fast as they come.
  * They count every session of the server, so another client's work in the same window shows up in
  * the differences: read them on a quiet server, or over a window long enough that it is small.
  *
  * PostgreSQL's are the database's own (`pg_stat_database`, prefixed `pg_`): commits, rollbacks, rows
- * inserted, updated, deleted and fetched, blocks; and, when the pg_stat_statements extension is
+ * inserted, updated, deleted and fetched, blocks; the server's WAL bytes (`pg_wal_bytes`, from
+ * `pg_stat_wal`, server-wide like MariaDB's counters); and, when the pg_stat_statements extension is
  * installed in the database (it needs the server's shared_preload_libraries), `pg_statements`, the
  * statements run. A backend reports its counters when its transaction ends, at most once a second
  * while busy, and when its connection closes: read them after the connections being measured closed.
  */
 export type ServerCounters = Record<string, number>;
 
-const COUNTED = /^(Com_|Handler_|Innodb_rows_|Questions$)/;
+const COUNTED = /^(Com_|Handler_|Innodb_rows_|Innodb_os_log_written$|Questions$)/;
 
 /** The counters of the server `databaseUrl` points at (MariaDB/MySQL or PostgreSQL, by its scheme). */
 export async function readServerCounters(databaseUrl: string): Promise<ServerCounters> {
@@ -40,6 +43,7 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
       `select xact_commit, xact_rollback, tup_returned, tup_fetched, tup_inserted, tup_updated, tup_deleted, blks_read, blks_hit
        from pg_stat_database where datname = current_database()`,
     );
+    const { rows: wal } = await client.query<{ pg_wal_bytes: string }>(`select wal_bytes as pg_wal_bytes from pg_stat_wal`);
     const { rows: extension } = await client.query(`select 1 from pg_extension where extname = 'pg_stat_statements'`);
     const statements =
       extension.length === 0
@@ -49,7 +53,7 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
               `select sum(calls) as pg_statements from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
             )
           ).rows;
-    return postgresCountersOf({ ...rows[0], ...statements[0] });
+    return postgresCountersOf({ ...rows[0], ...wal[0], ...statements[0] });
   } finally {
     await client.end();
   }

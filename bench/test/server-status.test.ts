@@ -4,16 +4,18 @@ import { countersOf, countersPer, headline, postgresCountersOf } from '../server
 import { statementShape } from '../statement-probe.mjs';
 
 describe('server counters per event', () => {
-  test('keeps the numeric Com_*, Handler_* and Innodb_rows_* counters and Questions', () => {
+  test('keeps the numeric Com_*, Handler_* and Innodb_rows_* counters, the redo bytes and Questions', () => {
     const counters = countersOf([
       { Variable_name: 'Com_insert', Value: '10' },
       { Variable_name: 'Handler_write', Value: '7' },
       { Variable_name: 'Innodb_rows_updated', Value: '3' },
       { Variable_name: 'Questions', Value: '50' },
+      { Variable_name: 'Innodb_os_log_written', Value: '123456' },
+      { Variable_name: 'Innodb_os_log_writes', Value: '12' },
       { Variable_name: 'Uptime', Value: '99' },
       { Variable_name: 'Com_show_status_text', Value: 'OFF' },
     ]);
-    assert.deepEqual(counters, { Com_insert: 10, Handler_write: 7, Innodb_rows_updated: 3, Questions: 50 });
+    assert.deepEqual(counters, { Com_insert: 10, Handler_write: 7, Innodb_rows_updated: 3, Questions: 50, Innodb_os_log_written: 123456 });
   });
 
   test('divides what moved by the events, and sums statements, row writes, reads and commits', () => {
