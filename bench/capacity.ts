@@ -1,7 +1,7 @@
 import type { ProcessingStats } from './database.js';
 import type { LoadResult } from './load-generator.js';
 
-import { median } from './stats.js';
+import { median, round } from './stats.js';
 
 /**
  * End-to-end capacity: the highest offered rate a target sustains with acknowledgements fast and
@@ -60,7 +60,7 @@ export function triesDecided(tries: CapacityTrial[], allowed: number): boolean {
 
 /** One rate's verdict from its tries: passed when most did, with the median of each figure and every failure counted. */
 export function combineTries(tries: CapacityTrial[]): CapacityTrial {
-  const nullableMedian = (values: Array<number | null>) => (values.some((v) => v === null) ? null : median(values as number[]));
+  const nullableMedian = (values: Array<number | null>) => (values.some((v) => v === null) ? null : round(median(values as number[]), 3));
   const triesPassed = tries.filter((t) => t.passed).length;
   return {
     rate: tries[0]!.rate,
