@@ -1,6 +1,5 @@
 import type { ProcessingStats } from './database.js';
 import type { LoadResult } from './load-generator.js';
-
 import { median, round } from './stats.js';
 
 /**
