@@ -59,15 +59,16 @@ export function triesDecided(tries: CapacityTrial[], allowed: number): boolean {
 
 /** One rate's verdict from its tries: passed when most did, with the median of each figure and every failure counted. */
 export function combineTries(tries: CapacityTrial[]): CapacityTrial {
-  const nullableMedian = (values: Array<number | null>) => (values.some((v) => v === null) ? null : round(median(values as number[]), 3));
+  // Unlike the report's median over repetitions, a try that produced no figure is not hidden by the others.
+  const medianUnlessMissing = (values: Array<number | null>) => (values.some((v) => v === null) ? null : round(median(values as number[]), 3));
   const triesPassed = tries.filter((t) => t.passed).length;
   return {
     rate: tries[0]!.rate,
     passed: triesPassed * 2 > tries.length,
     acksPerSec: Math.round(median(tries.map((t) => t.acksPerSec))),
-    ackP99Ms: nullableMedian(tries.map((t) => t.ackP99Ms)),
-    keepUp: nullableMedian(tries.map((t) => t.keepUp)),
-    lagP99Ms: nullableMedian(tries.map((t) => t.lagP99Ms)),
+    ackP99Ms: medianUnlessMissing(tries.map((t) => t.ackP99Ms)),
+    keepUp: medianUnlessMissing(tries.map((t) => t.keepUp)),
+    lagP99Ms: medianUnlessMissing(tries.map((t) => t.lagP99Ms)),
     failures: tries.reduce((sum, t) => sum + t.failures, 0),
     tries: tries.length,
     triesPassed,

@@ -7,8 +7,8 @@ import { round } from './stats.js';
  *
  * MariaDB's are server-wide: statements by kind (`Com_*`), handler calls (`Handler_*`: row reads,
  * writes, updates, deletes, each index entry read), InnoDB's row operations (`Innodb_rows_*`) and
- * the bytes written to its redo log (`Innodb_os_log_written`), which a small redo log must check-
- * point as fast as they come.
+ * the bytes written to its redo log (`Innodb_os_log_written`), which a small redo log must
+ * checkpoint as fast as they come.
  * They count every session of the server, so another client's work in the same window shows up in
  * the differences: read them on a quiet server, or over a window long enough that it is small.
  *
