@@ -3,12 +3,12 @@ import { InboxError } from '../src/errors.js';
 import { ProviderRegistry } from '../src/providers/registry.js';
 import { toDbTime } from '../src/db/schema.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
-import { openPeerDatabase, type PeerStatement } from './peer-database.js';
+import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './peer-database.js';
 
 /**
  * The floor of a durable acknowledgement: node:http, the same signature check as the service, ONE
- * autocommit INSERT IGNORE of the verified event into the same webhook_events table (same indexes),
- * then 200; on PostgreSQL the same INSERT with ON CONFLICT DO NOTHING. No framework, no logging, no processing. Every webhook-inbox figure is quoted against it.
+ * autocommit INSERT IGNORE of the verified event into the same webhook_events table (same indexes,
+ * its payload and headers in the row: INLINE_BODY_COLUMNS), then 200; on PostgreSQL the same INSERT with ON CONFLICT DO NOTHING. No framework, no logging, no processing. Every webhook-inbox figure is quoted against it.
  *
  * Run as a process: BENCH_DATABASE_URL names the migrated database, DB_POOL_SIZE the connections
  * (the service's default, 10), PORT where to listen. With BENCH_NO_DATABASE set it answers 200 right
@@ -52,5 +52,6 @@ const server = createServer((req, res) => {
   });
 });
 
+await pool?.query(INLINE_BODY_COLUMNS);
 server.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => void Promise.resolve(pool?.end()).finally(() => process.exit(0)));

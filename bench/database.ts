@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import pg from 'pg';
 import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
 import { paymentKey } from '../src/store/payment-locks.js';
-import { fromDbTime, toDbTime } from '../src/db/schema.js';
+import { fromDbTime, toDbTime, type InboxDatabase } from '../src/db/schema.js';
 import type { InboxStore } from '../src/store/inbox-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
 import { cpuSeconds, type BenchStore } from './targets.js';
@@ -245,8 +245,8 @@ export async function settleBacklog(database: BenchDatabase): Promise<void> {
 const FILL_CHUNK = 250_000;
 
 /**
- * Adds `rows` processed events of history to webhook_events, fast: INSERT ... SELECT from a generated
- * sequence in chunks (MariaDB's seq_1_to_N tables, SQLite's recursive CTE). Event ids are random, as
+ * Adds `rows` processed events of history to webhook_events, and their bodies, fast: INSERT ... SELECT
+ * from a generated sequence in chunks (MariaDB's seq_1_to_N tables, SQLite's recursive CTE). Event ids are random, as
  * providers' are, so live inserts land all over the unique index. History payloads are ~0.5 KB
  * (live ones 1-5 KB): the index depth, not the heap size, is what the growth run is about.
  */
@@ -256,17 +256,27 @@ export async function fillHistory(database: BenchDatabase, rows: number, offset:
   for (let done = 0; done < rows; done += FILL_CHUNK) {
     const from = offset + done + 1;
     const to = offset + Math.min(rows, done + FILL_CHUNK);
+    const bodiesFrom = await highestEventId(db);
     if (database.store.backend === 'mysql') {
-      await sql`INSERT INTO webhook_events (provider, event_id, event_type, payload, headers, status, attempts, outcome, created_at, processed_at)
-        SELECT 'stripe', CONCAT('evt_', MD5(seq)), 'payment_intent.succeeded', ${sql.raw(filler)}, '{}', 'processed', 1, 'applied: history',
+      await sql`INSERT INTO webhook_events (provider, event_id, event_type, status, attempts, outcome, created_at, processed_at)
+        SELECT 'stripe', CONCAT('evt_', MD5(seq)), 'payment_intent.succeeded', 'processed', 1, 'applied: history',
                NOW(3) - INTERVAL (90 * 86400 - seq / 100) SECOND, NOW(3) - INTERVAL (90 * 86400 - seq / 100) SECOND
         FROM ${sql.raw(`seq_${from}_to_${to}`)}`.execute(db);
     } else {
       await sql`WITH RECURSIVE seq(n) AS (SELECT ${from} UNION ALL SELECT n + 1 FROM seq WHERE n < ${to})
-        INSERT OR IGNORE INTO webhook_events (provider, event_id, event_type, payload, headers, status, attempts, outcome, created_at, processed_at)
-        SELECT 'stripe', 'evt_' || lower(hex(randomblob(12))), 'payment_intent.succeeded', ${sql.raw(filler)}, '{}', 'processed', 1, 'applied: history',
+        INSERT OR IGNORE INTO webhook_events (provider, event_id, event_type, status, attempts, outcome, created_at, processed_at)
+        SELECT 'stripe', 'evt_' || lower(hex(randomblob(12))), 'payment_intent.succeeded', 'processed', 1, 'applied: history',
                strftime('%Y-%m-%d %H:%M:%f', 'now', '-90 days', '+' || (n / 100) || ' seconds'), strftime('%Y-%m-%d %H:%M:%f', 'now', '-90 days', '+' || (n / 100) || ' seconds')
         FROM seq`.execute(db);
     }
+    await sql`INSERT INTO webhook_event_bodies (event_row_id, payload, headers) SELECT id, ${sql.raw(filler)}, '{}' FROM webhook_events WHERE id > ${bodiesFrom}`.execute(db);
   }
+}
+
+async function highestEventId(db: Kysely<InboxDatabase>): Promise<number> {
+  const row = await db
+    .selectFrom('webhook_events')
+    .select((eb) => eb.fn.max('id').as('id'))
+    .executeTakeFirstOrThrow();
+  return Number(row.id ?? 0);
 }

@@ -3,7 +3,7 @@ import { InboxError } from '../src/errors.js';
 import { ProviderRegistry } from '../src/providers/registry.js';
 import { toDbTime } from '../src/db/schema.js';
 import { TEST_SECRETS } from '../test/support/signing.js';
-import { openPeerDatabase, type PeerStatement } from './peer-database.js';
+import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './peer-database.js';
 
 /**
  * The webhook handler a user would write by hand, the peer the bench quotes end-to-end capacity
@@ -11,7 +11,7 @@ import { openPeerDatabase, type PeerStatement } from './peer-database.js';
  * statements inline before the 200: INSERT IGNORE (ON CONFLICT DO NOTHING) the event as processing, the
  * same for the enrollment it pays for, UPDATE the event to processed. No lease, no outbox, no retry: two deliveries of one event both enroll, an error
  * between the statements leaves the event in processing for good. It writes into the service's own
- * tables (webhook_events, and enrollments, created as the course platform's migration creates it when the
+ * tables (webhook_events with the payload in the row, see INLINE_BODY_COLUMNS, and enrollments, created as the course platform's migration creates it when the
  * database has none), so the bench measures its processing as it measures ours.
  *
  * It reads user, course and payment through the service's verifiers and field mapping, for all three
@@ -96,5 +96,6 @@ app.post('/webhooks/:provider', express.raw({ type: () => true, limit: '1mb' }),
 app.get('/webhooks/:provider', (_req, res) => void res.status(405).end());
 
 await pool.query(ENROLLMENTS);
+await pool.query(INLINE_BODY_COLUMNS);
 app.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => void pool.end().finally(() => process.exit(0)));

@@ -14,6 +14,16 @@ export interface PeerStatement {
 
 export type PeerValue = string | number | null;
 
+/**
+ * The hand-written servers keep an event's payload and headers in its row, as a handler written by
+ * hand would: each adds the two columns to its own database's webhook_events, which the service
+ * keeps in webhook_event_bodies instead (migration 0024).
+ */
+export const INLINE_BODY_COLUMNS: Omit<PeerStatement, 'name'> = {
+  mysql: 'ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS payload LONGTEXT, ADD COLUMN IF NOT EXISTS headers LONGTEXT',
+  postgres: 'ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS payload text, ADD COLUMN IF NOT EXISTS headers text',
+};
+
 /** What the hand-written servers need of a database: autocommit statements on a pool, nothing more. */
 export interface PeerDatabase {
   /** Runs a statement prepared (mysql2's execute, a named pg statement), in autocommit. */

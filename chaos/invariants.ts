@@ -50,7 +50,11 @@ export async function checkInvariants(
   outageGraceMs: number,
 ): Promise<InvariantResult[]> {
   const [events, payments, orders, enrollments, outbox] = await Promise.all([
-    db.selectFrom('webhook_events').select(['provider', 'event_id', 'status', 'outcome', 'lease_expires_at', 'payment_id']).execute(),
+    db
+      .selectFrom('webhook_events')
+      .leftJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
+      .select(['provider', 'event_id', 'status', 'outcome', 'lease_expires_at', 'payment_id', 'webhook_event_bodies.event_row_id as body_of'])
+      .execute(),
     db.selectFrom('payments').select(['provider', 'payment_id', 'status']).execute(),
     db.selectFrom('orders').select(['provider', 'payment_id', 'status']).execute(),
     db.selectFrom('enrollments').select(['user_id', 'status']).execute(),
@@ -66,6 +70,9 @@ export async function checkInvariants(
     const event = simulator.events[i]!;
     acknowledged.check(stored.has(key(event.provider, event.eventId)), () => `${event.provider} ${event.eventId} acknowledged, not stored`);
   }
+
+  const withBody = new Invariant('recorded-with-body', 'every stored event has its body row (payload and headers), written in the same transaction');
+  for (const row of events) withBody.check(row.body_of !== null, () => `${row.provider} ${row.event_id} stored without its body`);
 
   const exactlyOnce = new Invariant('processed-exactly-once', 'every event sent is stored once and processed (and nothing else is stored)');
   for (const event of simulator.events) {
@@ -116,7 +123,7 @@ export async function checkInvariants(
     );
   }
 
-  return [acknowledged, exactlyOnce, effects, fold, stuck, serverErrors].map((invariant) => invariant.result());
+  return [acknowledged, withBody, exactlyOnce, effects, fold, stuck, serverErrors].map((invariant) => invariant.result());
 }
 
 function describeEffects(payment: SimulatedPayment, orders: Array<{ status: string }>, enrollments: Array<{ status: string }>, receipts: Set<string>): string {

@@ -31,7 +31,7 @@ export type { Delivered, OutboxTransport, OutboxTransports } from './outbox/tran
 export type { PaymentEvent, PaymentState, PaymentMetadata, CanonicalEvent, IgnoredEvent } from './model/payment-event.js';
 export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.js';
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';
-export type { InboxDatabase, DbTime, WebhookEventsTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
+export type { InboxDatabase, DbTime, WebhookEventsTable, WebhookEventBodiesTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
 export type { ColumnTypes } from './db/migrations.js';
 export type { Config, ForwardSettings } from './config/settings.js';
 // The query builder's types a domain's tables, migrations and handlers are written with.

@@ -125,7 +125,18 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   if (filter.eventId) query = query.where('provider', 'in', providersToSearch(filter.provider)).where('event_id', '=', filter.eventId);
   if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
   if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
-  if (filter.q) query = query.where(sql<boolean>`payload like ${likePattern(filter.q)} escape '!'`);
+  if (filter.q) {
+    const pattern = likePattern(filter.q);
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('webhook_event_bodies')
+          .select('event_row_id')
+          .whereRef('event_row_id', '=', 'webhook_events.id')
+          .where(sql<boolean>`payload like ${pattern} escape '!'`),
+      ),
+    );
+  }
   if (filter.after) query = query.where(olderThan('created_at', filter.after));
   const rows = await query
     .orderBy('created_at', 'desc')

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
+import { selectEventRows } from '../db/event-rows.js';
 import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
@@ -68,7 +69,7 @@ function pretty(payload: string): string | null {
 
 /** The event with row id `id`, or null. `actions`: the audit rows about it, newest first. */
 export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, coursePlatform: boolean, id: number, actions: AdminAction[]): Promise<EventView | null> {
-  const row = await db.selectFrom('webhook_events').selectAll().where('id', '=', id).executeTakeFirst();
+  const row = await selectEventRows(db).where('id', '=', id).executeTakeFirst();
   if (!row) return null;
   const replays = await db.selectFrom('event_replays').selectAll().where('event_row_id', '=', id).orderBy('id').execute();
   let payment: PaymentDetail | null = null;

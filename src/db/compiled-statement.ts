@@ -29,14 +29,14 @@ function compileWithPlaceholders<Values extends Record<string, unknown>, Row, DB
  *
  * `build` receives `value(name)`, a placeholder standing for `values[name]` at run time. Each
  * placeholder must reach the driver as a bound parameter: one that kysely would inline into the SQL
- * text is refused when the statement is compiled.
+ * text is refused when the statement is compiled. It runs on `db`, or on `runner`, a transaction of it.
  */
 export function compiledStatement<Values extends Record<string, unknown>, Row, DB>(
   db: Kysely<DB>,
   build: (db: Kysely<DB>, value: Placeholder<Values>) => Compilable<Row>,
-): (values: Values) => Promise<QueryResult<Row>> {
+): (values: Values, runner?: Kysely<DB>) => Promise<QueryResult<Row>> {
   const { compiled, bind } = compileWithPlaceholders(db, build);
-  return (values) => db.executeQuery({ ...compiled, parameters: bind(values) });
+  return (values, runner = db) => runner.executeQuery({ ...compiled, parameters: bind(values) });
 }
 
 /**
@@ -50,22 +50,49 @@ export function compiledRowsStatement<Values extends Record<string, unknown>, Pa
   rowPart: (db: Kysely<DB>, value: Placeholder<Values>) => Part,
   statement: (db: Kysely<DB>, part: Part) => Compilable<Row>,
   separator: string,
-): (rows: Values[]) => Promise<QueryResult<Row>> {
+): (rows: Values[], runner?: Kysely<DB>) => Promise<QueryResult<Row>> {
   const row = compileWithPlaceholders(db, rowPart);
   const whole = compileWithPlaceholders<Values, Row, DB>(db, (db, value) => statement(db, rowPart(db, value)));
   const at = whole.compiled.sql.indexOf(row.compiled.sql);
   if (at < 0 || whole.compiled.parameters.length !== row.compiled.parameters.length) {
     throw new Error('compiledRowsStatement: the statement must hold the row part once, and no parameter of its own');
   }
+  return repeatedRows(db, whole, row.compiled.sql, at, row.compiled.parameters.length, separator);
+}
+
+/**
+ * An `INSERT ... VALUES (...)` of one row, compiled once, then written out for any number of rows as
+ * one multi-row insert: `build` inserts a single row whose every value is a placeholder.
+ */
+export function compiledValuesStatement<Values extends Record<string, unknown>, Row, DB>(
+  db: Kysely<DB>,
+  build: (db: Kysely<DB>, value: Placeholder<Values>) => Compilable<Row>,
+): (rows: Values[], runner?: Kysely<DB>) => Promise<QueryResult<Row>> {
+  const whole = compileWithPlaceholders(db, build);
+  // Every value a placeholder, so the row's tuple holds no parenthesis of its own.
+  const tuple = / values (\([^()]*\))/i.exec(whole.compiled.sql);
+  if (!tuple) throw new Error('compiledValuesStatement: the statement must insert one row of values');
+  return repeatedRows(db, whole, tuple[1]!, tuple.index + tuple[0].length - tuple[1]!.length, whole.compiled.parameters.length, ', ');
+}
+
+/** The compiled statement `whole` with its row's SQL, found at `at`, repeated once per row. */
+function repeatedRows<Values extends Record<string, unknown>, Row, DB>(
+  db: Kysely<DB>,
+  whole: { compiled: CompiledQuery<Row>; bind: (values: Values) => unknown[] },
+  rowText: string,
+  at: number,
+  parametersPerRow: number,
+  separator: string,
+): (rows: Values[], runner?: Kysely<DB>) => Promise<QueryResult<Row>> {
   const before = whole.compiled.sql.slice(0, at);
-  const after = whole.compiled.sql.slice(at + row.compiled.sql.length);
-  const rowSql = rowRepeater(row.compiled.sql, row.compiled.parameters.length);
-  return (rows) => {
-    if (rows.length === 0) throw new Error('compiledRowsStatement: at least one row');
-    return db.executeQuery({
+  const after = whole.compiled.sql.slice(at + rowText.length);
+  const rowSql = rowRepeater(rowText, parametersPerRow);
+  return (rows, runner = db) => {
+    if (rows.length === 0) throw new Error('compiled rows statement: at least one row');
+    return runner.executeQuery({
       ...whole.compiled,
       sql: `${before}${rows.map((_, i) => rowSql(i)).join(separator)}${after}`,
-      parameters: rows.flatMap(row.bind),
+      parameters: rows.flatMap(whole.bind),
     });
   };
 }

@@ -15,10 +15,6 @@ export interface WebhookEventsTable {
   provider: string;
   event_id: string;
   event_type: string;
-  /** JSON text as received (raw body verbatim; PayU form posts normalised to a JSON object). */
-  payload: string;
-  /** JSON object of the headers needed to verify the event again. */
-  headers: string;
   status: EventStatus;
   attempts: number;
   lease_owner: string | null;
@@ -40,6 +36,20 @@ export interface WebhookEventsTable {
   source: Generated<EventSource>;
   /** When the current or last attempt was claimed (set by the claim itself); NULL before the first. */
   claimed_at: Generated<DbTime | null>;
+}
+
+/**
+ * What an event was delivered with, one row per event, written by the transaction that records the
+ * event and never updated: the event's own row, rewritten by every claim and completion, stays a few
+ * hundred bytes (docs/how-it-works.md, Data model).
+ */
+export interface WebhookEventBodiesTable {
+  /** webhook_events.id of the event: the primary key. */
+  event_row_id: number;
+  /** JSON text as received (raw body verbatim; PayU form posts normalised to a JSON object). */
+  payload: string;
+  /** JSON object of the headers needed to verify the event again. */
+  headers: string;
 }
 
 /** How an attempt that did not process its event ended. */
@@ -284,6 +294,7 @@ export interface FiringAlertsTable {
  */
 export interface InboxDatabase {
   webhook_events: WebhookEventsTable;
+  webhook_event_bodies: WebhookEventBodiesTable;
   payments: PaymentsTable;
   outbox: OutboxTable;
   payment_leases: PaymentLeasesTable;

@@ -1,11 +1,10 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import { toEventState } from '../store/event-queries.js';
-import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import { selectEventRows, type EventRow } from '../db/event-rows.js';
+import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
 import type { EventState } from '../store/inbox-store.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
 import { OperationError } from './errors.js';
-
-export type EventRow = Selectable<WebhookEventsTable>;
 
 export const EVENT_STATUSES: readonly EventStatus[] = ['received', 'processing', 'processed', 'failed'];
 
@@ -27,7 +26,7 @@ export interface EventFilter {
  * says oldest; `more` says the limit cut the list.
  */
 export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter, order: 'newest' | 'oldest' = 'newest'): Promise<{ events: EventRow[]; more: boolean }> {
-  let query = db.selectFrom('webhook_events').selectAll();
+  let query = selectEventRows(db);
   if (filter.provider) query = query.where('provider', '=', filter.provider);
   if (filter.payment) query = query.where('payment_id', '=', filter.payment);
   if (filter.status) query = query.where('status', '=', filter.status);
@@ -54,12 +53,12 @@ export function providersToSearch(provider: string | undefined): readonly string
 }
 
 export async function resolveEvent(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventRow> {
-  const query = db.selectFrom('webhook_events').selectAll().where('provider', 'in', providersToSearch(provider)).where('event_id', '=', ref);
+  const query = selectEventRows(db).where('provider', 'in', providersToSearch(provider)).where('event_id', '=', ref);
   const matches = await query.limit(2).execute();
   if (matches.length > 1) throw new OperationError(`event "${ref}" exists for several providers; add --provider`, 'ambiguous_event');
   if (matches[0]) return matches[0];
   if (/^\d+$/.test(ref)) {
-    const byRowId = await db.selectFrom('webhook_events').selectAll().where('id', '=', Number(ref)).executeTakeFirst();
+    const byRowId = await selectEventRows(db).where('id', '=', Number(ref)).executeTakeFirst();
     if (byRowId && (!provider || byRowId.provider === provider)) return byRowId;
   }
   const archived = await db.selectFrom('archived_event_keys').select(['archive_file']).where('event_id', '=', ref).executeTakeFirst();

@@ -6,7 +6,8 @@ import type { InboxDatabase, PaymentsTable } from '../db/schema.js';
 import { paymentOrderingKey } from '../forwarding/forwarded-event.js';
 import { OutboxStore, type OutboxEntry } from '../outbox/outbox-store.js';
 import { OperationError } from './errors.js';
-import { findEvents, type EventRow } from './event-lookup.js';
+import type { EventRow } from '../db/event-rows.js';
+import { findEvents } from './event-lookup.js';
 
 /** An event as listings show it: everything but the payload, the headers and the lease token. */
 export type EventSummary = Omit<EventRow, 'payload' | 'headers' | 'lease_token'>;

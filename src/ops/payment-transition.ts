@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { statesBefore } from '../model/payment-event.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { InboxDatabase } from '../db/schema.js';
-import type { EventRow } from './event-lookup.js';
+import type { EventRow } from '../db/event-rows.js';
 
 /**
  * What processing this event now would do to its payment, read without writing: the dry run's answer

@@ -5,7 +5,8 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import { insertReturningId } from '../db/insert-id.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
 import { OperationError } from './errors.js';
-import { findEvents, resolveEvent, type EventFilter, type EventRow } from './event-lookup.js';
+import { selectEventRows, type EventRow } from '../db/event-rows.js';
+import { findEvents, resolveEvent, type EventFilter } from './event-lookup.js';
 import { describeTransition } from './payment-transition.js';
 
 /** Named events, events by row id, or every event matching a filter (a status is required there). */
@@ -75,7 +76,7 @@ export class Replayer {
     // As the provider sent them: a payment's events replay in the order they came.
     if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter, 'oldest');
     if (selection.kind === 'rows') {
-      const rows = selection.ids.length === 0 ? [] : await this.deps.db.selectFrom('webhook_events').selectAll().where('id', 'in', selection.ids).orderBy('id').execute();
+      const rows = selection.ids.length === 0 ? [] : await selectEventRows(this.deps.db).where('id', 'in', selection.ids).orderBy('id').execute();
       const missing = selection.ids.find((id) => !rows.some((row) => row.id === id));
       if (missing !== undefined) throw new OperationError(`no event with id ${missing}`, 'event_not_found');
       return { events: rows, more: false };

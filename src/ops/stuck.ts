@@ -1,8 +1,7 @@
-import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { sql, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import type { Clock } from '../clock.js';
-import { toDbTime, type InboxDatabase, type OutboxStatus } from '../db/schema.js';
+import { toDbTime, type InboxDatabase, type OutboxStatus, type WebhookEventsTable } from '../db/schema.js';
 import { formatDuration } from '../config/duration.js';
-import type { EventRow } from './event-lookup.js';
 
 export type StuckKind = 'expired_lease' | 'failed' | 'old_received';
 
@@ -136,7 +135,7 @@ async function count<TB extends keyof InboxDatabase, O>(query: SelectQueryBuilde
   return Number(row.n);
 }
 
-function stuckEvent(kind: StuckKind, row: EventRow): StuckEvent {
+function stuckEvent(kind: StuckKind, row: Selectable<WebhookEventsTable>): StuckEvent {
   return {
     kind,
     id: row.id,

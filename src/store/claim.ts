@@ -12,7 +12,8 @@ import { ensurePaymentRows } from './payment-locks.js';
  * payment-locks.ts).
  */
 
-type EventRow = Selectable<WebhookEventsTable>;
+/** An event as the claim reads it: its body's columns are null when its body row is missing. */
+type EventRow = Selectable<WebhookEventsTable> & { payload: string | null; headers: string | null };
 
 /** The claim's own condition, read first so that offers of an event that is not due cost no write. */
 function isDue(event: Pick<EventRow, 'status' | 'next_attempt_at'>, now: DbTime): boolean {
@@ -34,7 +35,16 @@ function paymentOf(row: Pick<EventRow, 'provider' | 'payment_id'>): PaymentRef |
  */
 export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner: string, leaseMs: number, now: Date): Promise<Map<number, ClaimedEvent>> {
   const nowDb = toDbTime(now);
-  const due = (await db.selectFrom('webhook_events').selectAll().where('id', 'in', ids).execute()).filter((row) => isDue(row, nowDb));
+  // A left join: an event whose body is missing is claimed and fails with that reason (readStored),
+  // where an inner join would leave it due, offered to every worker and never taken.
+  const rows = await db
+    .selectFrom('webhook_events')
+    .leftJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
+    .selectAll('webhook_events')
+    .select(['webhook_event_bodies.payload', 'webhook_event_bodies.headers'])
+    .where('id', 'in', ids)
+    .execute();
+  const due = rows.filter((row) => isDue(row, nowDb));
   if (due.length === 0) return new Map();
   await ensurePaymentRows(
     db,
@@ -115,10 +125,12 @@ function expiredAttempt(row: EventRow): Insertable<EventAttemptsTable> {
  */
 function readStored(row: EventRow): { payload: unknown; headers: Record<string, string>; unreadable?: string } {
   const parse = (what: 'payload' | 'headers') => {
+    const text = row[what];
+    if (text === null) return { problem: `its ${what} is missing (no body row)` };
     try {
-      return { value: JSON.parse(row[what]) as unknown };
+      return { value: JSON.parse(text) as unknown };
     } catch (error) {
-      return { problem: `its ${what} (${Buffer.byteLength(row[what])} bytes stored) is not valid JSON: ${(error as Error).message}` };
+      return { problem: `its ${what} (${Buffer.byteLength(text)} bytes stored) is not valid JSON: ${(error as Error).message}` };
     }
   };
   const payload = parse('payload');

@@ -2,7 +2,7 @@ import { sql, type ExpressionBuilder, type Kysely, type QueryResult } from 'kyse
 import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
-import { compiledRowsStatement, compiledStatement } from '../db/compiled-statement.js';
+import { compiledRowsStatement, compiledStatement, compiledValuesStatement } from '../db/compiled-statement.js';
 import { toDbTime } from '../db/schema.js';
 import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
@@ -13,8 +13,8 @@ import type { RecordResult } from './inbox-store.js';
 
 /**
  * Recording deliveries: group commit (see Batcher), so concurrent deliveries are recorded by one
- * multi-row insert and share a commit (and its log flush), and an acknowledgement is given only for a
- * payload the database stored whole.
+ * transaction, a multi-row insert of their events and one of their bodies, and share a commit (and its
+ * log flush); an acknowledgement is given only for a payload the database stored whole.
  */
 
 /** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
@@ -50,8 +50,6 @@ export function newEventRow({ event, paymentId, receivedAt }: RecordRequest) {
     provider: event.provider,
     event_id: event.eventId,
     event_type: event.eventType,
-    payload: event.payload,
-    headers: JSON.stringify(event.headers),
     status: 'received' as const,
     attempts: 0,
     next_attempt_at: receivedAt,
@@ -68,8 +66,6 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
   provider: true,
   event_id: true,
   event_type: true,
-  payload: true,
-  headers: true,
   status: true,
   attempts: true,
   next_attempt_at: true,
@@ -80,23 +76,25 @@ const NEW_EVENT_COLUMN_SET: Record<keyof NewEventRow, true> = {
 export const NEW_EVENT_COLUMNS = Object.keys(NEW_EVENT_COLUMN_SET) as Array<keyof NewEventRow>;
 
 /**
- * Columns of any length, bound as `CAST(? AS CHAR)`. A record batch selects its rows with
- * `SELECT ? UNION ALL SELECT ? ...`, and MariaDB types a UNION's column from its parameters: a bare
- * string parameter (mysql2 binds strings as MYSQL_TYPE_VAR_STRING) makes it a VARCHAR, whose length
- * the UNION's temporary table keeps in two bytes, so a value over 65,535 bytes came out with its
- * length modulo 65,536, without an error or a warning. Cast, the column is a TEXT type sized for the
- * value, as for a literal. Keys and numbers stay bare: they are short, and typed by their columns.
- */
-const UNBOUNDED_TEXT_COLUMNS: ReadonlySet<keyof NewEventRow> = new Set(['payload', 'headers']);
-
-/**
  * A column of a new event's row in `newEventSource`. `attempts` is a literal 0, which every new row
  * has: PostgreSQL types a UNION's column of untyped parameters as text, which an integer column
- * refuses.
+ * refuses. Every other value is short (keys, a type, a time): MariaDB types a UNION's column from its
+ * parameters, and cut a bound string of over 65,535 bytes to its length modulo 65,536, which is why
+ * the payload goes into its body row by a VALUES list instead (newBodiesInsert).
  */
 function columnSource(eb: ExpressionBuilder<InboxDatabase, never>, column: keyof NewEventRow, value: <Column extends keyof NewEventRow>(column: Column) => NewEventRow[Column]) {
-  if (column === 'attempts') return sql.lit(0).as(column);
-  return UNBOUNDED_TEXT_COLUMNS.has(column) ? eb.cast(eb.val(value(column)), 'char').as(column) : eb.val(value(column)).as(column);
+  return column === 'attempts' ? sql.lit(0).as(column) : eb.val(value(column)).as(column);
+}
+
+/** The body row of a new event, inserted by the transaction that inserts its row `id`. */
+export function newBodyRow(id: number, event: VerifiedEvent): NewBodyRow {
+  return { event_row_id: id, payload: event.payload, headers: JSON.stringify(event.headers) };
+}
+
+export interface NewBodyRow extends Record<string, unknown> {
+  event_row_id: number;
+  payload: string;
+  headers: string;
 }
 
 /**
@@ -153,26 +151,20 @@ async function knownByKey(db: Kysely<InboxDatabase>, events: VerifiedEvent[]): P
 }
 
 /**
- * The payload's size as the database stored it, in bytes (octet_length in both stores), read by the
- * statement that inserts the row: an acknowledgement is given only for a payload stored whole.
+ * The payload's size as the database stored it, in bytes (octet_length in every store), read in the
+ * transaction that inserts the body: an acknowledgement is given only for a payload stored whole.
  */
 export const storedPayloadBytes = sql<number | string>`octet_length(${sql.ref('payload')})`.as('payload_bytes');
 
-interface StoredRow {
+interface InsertedRow {
   id: number;
   provider: string;
   event_id: string;
-  payload_bytes: number | string;
 }
 
-/**
- * Deletes rows just inserted whose payload the database did not store whole, each while nothing took
- * it up yet; true when every one of them went. A deleted event is simply recorded again; one already
- * claimed (a concurrent duplicate answered for it) fails to process, for an operator to see.
- */
-export async function discardIncomplete(db: Kysely<InboxDatabase>, ids: number[]): Promise<boolean> {
-  const deleted = await db.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'received').where('attempts', '=', 0).executeTakeFirst();
-  return Number(deleted.numDeletedRows) === ids.length;
+interface StoredBody {
+  event_row_id: number;
+  payload_bytes: number | string;
 }
 
 export function incompleteError(event: VerifiedEvent, storedBytes: number): RecordNotStoredError {
@@ -181,29 +173,58 @@ export function incompleteError(event: VerifiedEvent, storedBytes: number): Reco
   );
 }
 
-/** The batch's own new rows (by key), the rows its other events already had, and its events not stored whole. */
+/** The batch's own new rows (by key), and the rows its other events already had. */
 interface BatchOutcome {
   created: Map<string, number>;
   existing: Map<string, KnownRow>;
-  /** By key: null when the row was discarded (record the event again), else why it cannot be acknowledged. */
-  incomplete: Map<string, RecordNotStoredError | null>;
 }
 
 /**
- * The batch insert of `insertReturning`, compiled once: a SELECT per event joined by UNION ALL. It runs
- * as a compiled query, never through the builder's `execute`: kysely's MySQL adapter does not claim
- * RETURNING, which MariaDB has.
+ * The statements of a record batch where the database has INSERT ... RETURNING, compiled once: the
+ * events (a SELECT per event joined by UNION ALL, so that the archive's keys can be checked) and
+ * their bodies (a VALUES list). They run as compiled queries, never through the builder's `execute`:
+ * kysely's MySQL adapter does not claim RETURNING, which MariaDB has.
  */
 export function newEventsInsert(db: Kysely<InboxDatabase>) {
-  return compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, StoredRow, InboxDatabase>(
-    db,
-    newEventSource,
-    (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id', storedPayloadBytes]),
-    ' union all ',
-  );
+  return {
+    events: compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, InsertedRow, InboxDatabase>(
+      db,
+      newEventSource,
+      (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id']),
+      ' union all ',
+    ),
+    bodies: newBodiesInsert(db, true),
+  };
 }
 
 export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
+
+/** The bodies' insert, compiled once; with `returning`, it answers each body's stored payload size. */
+function newBodiesInsert(db: Kysely<InboxDatabase>, returning: boolean) {
+  return compiledValuesStatement<NewBodyRow, Partial<StoredBody>, InboxDatabase>(db, (db, value) => {
+    const insert = db.insertInto('webhook_event_bodies').values({ event_row_id: value('event_row_id'), payload: value('payload'), headers: value('headers') });
+    return returning ? insert.returning(['event_row_id', storedPayloadBytes]) : insert;
+  });
+}
+
+/**
+ * Throws, rolling the record's transaction back, unless each body was stored with its payload's size.
+ * An event not acknowledged is delivered again by its provider.
+ */
+function assertWhole(bodies: NewBodyRow[], events: Map<number, VerifiedEvent>, stored: StoredBody[]): void {
+  const bytes = new Map(stored.map((row) => [Number(row.event_row_id), Number(row.payload_bytes)]));
+  for (const body of bodies) {
+    const storedBytes = bytes.get(body.event_row_id) ?? 0;
+    if (storedBytes !== Buffer.byteLength(body.payload)) throw incompleteError(events.get(body.event_row_id)!, storedBytes);
+  }
+}
+
+/** The body rows of the events a batch inserted, and each row's event by id. */
+function bodiesOf(unique: RecordRequest[], inserted: InsertedRow[]): { bodies: NewBodyRow[]; events: Map<number, VerifiedEvent> } {
+  const byKey = new Map(unique.map((r) => [eventKey(r.event.provider, r.event.eventId), r.event]));
+  const events = new Map(inserted.map((row) => [Number(row.id), byKey.get(eventKey(row.provider, row.event_id))!]));
+  return { events, bodies: [...events].map(([id, event]) => newBodyRow(id, event)) };
+}
 
 /**
  * The sizes a record batch takes: any up to 8 events, then powers of two and halfway between them
@@ -217,51 +238,30 @@ export function recordBatchShape(size: number): number {
   return size >= power * 1.5 ? power * 1.5 : power;
 }
 
-/** Inserted rows whose payload is not the size received, by key, with the size stored. */
-function incompleteRows(unique: RecordRequest[], rows: StoredRow[]): Map<string, { id: number; storedBytes: number; event: VerifiedEvent }> {
-  const received = new Map(unique.map((r) => [eventKey(r.event.provider, r.event.eventId), r.event]));
-  const incomplete = new Map<string, { id: number; storedBytes: number; event: VerifiedEvent }>();
-  for (const row of rows) {
-    const key = eventKey(row.provider, row.event_id);
-    const event = received.get(key);
-    if (event && Number(row.payload_bytes) !== Buffer.byteLength(event.payload)) incomplete.set(key, { id: Number(row.id), storedBytes: Number(row.payload_bytes), event });
-  }
-  return incomplete;
-}
-
 /**
- * One autocommit statement: a multi-row INSERT IGNORE of every event not archived, returning the
- * rows it inserted with the size of each stored payload. An event it did not insert was stored
- * already (or by a concurrent writer, whose commit the insert waited for) or archived, and one more
- * read finds its row. A row whose payload was not stored whole is discarded (see discardIncomplete).
+ * One transaction: a multi-row INSERT IGNORE of every event not archived, returning the rows it
+ * inserted, and one insert of their bodies, returning the size of each stored payload. An event it
+ * did not insert was stored already (or by a concurrent writer, whose commit the insert waited for)
+ * or archived, and one more read finds its row.
  */
 async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
-  const { rows } = await insert(unique.map(newEventRow));
-  const bad = incompleteRows(unique, rows);
-  const incomplete = new Map<string, RecordNotStoredError | null>();
-  if (bad.size > 0) {
-    const discarded = await discardIncomplete(
-      db,
-      [...bad.values()].map((row) => row.id),
-    );
-    for (const [key, row] of bad) incomplete.set(key, discarded ? null : incompleteError(row.event, row.storedBytes));
-  }
-  const created = new Map<string, number>();
-  for (const row of rows) {
-    const key = eventKey(row.provider, row.event_id);
-    if (!bad.has(key)) created.set(key, Number(row.id));
-  }
-  const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)) && !bad.has(eventKey(event.provider, event.eventId)));
-  return { created, incomplete, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
+  const created = await db.transaction().execute(async (tx) => {
+    const { rows } = await insert.events(unique.map(newEventRow), tx);
+    if (rows.length === 0) return new Map<string, number>();
+    const { bodies, events } = bodiesOf(unique, rows);
+    assertWhole(bodies, events, (await insert.bodies(bodies, tx)).rows as StoredBody[]);
+    return new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
+  });
+  const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)));
+  return { created, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
 }
 
 /**
  * Without RETURNING (MySQL): in one transaction, read which events exist (or were archived), insert
- * the others in one multi-row INSERT IGNORE, read back their ids and payload sizes. A multi-row
- * insert's affected-row count says how many rows were new but not which, so the read before the
- * insert decides, and the count only confirms that nobody else inserted one of them in between
- * (otherwise ConcurrentInsertError). A payload not stored whole rolls the transaction back, and the
- * store records the batch's events one by one.
+ * the others in one multi-row INSERT IGNORE, read back their ids, insert their bodies and read back
+ * their payload sizes. A multi-row insert's affected-row count says how many rows were new but not
+ * which, so the read before the insert decides, and the count only confirms that nobody else
+ * inserted one of them in between (otherwise ConcurrentInsertError).
  */
 async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
   return db.transaction().execute(async (tx) => {
@@ -270,35 +270,34 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
       unique.map((r) => r.event),
     );
     const missing = unique.filter((r) => !existing.has(eventKey(r.event.provider, r.event.eventId)));
-    if (missing.length === 0) return { existing, created: new Map(), incomplete: new Map() };
+    if (missing.length === 0) return { existing, created: new Map() };
     const inserted = await tx.insertInto('webhook_events').orIgnore().values(missing.map(newEventRow)).executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows) !== missing.length) throw new ConcurrentInsertError('an event of the batch was inserted concurrently');
     const rows = await tx
       .selectFrom('webhook_events')
-      .select(['id', 'provider', 'event_id', storedPayloadBytes])
+      .select(['id', 'provider', 'event_id'])
       .where(whereKeys(missing.map((r) => r.event)))
       .execute();
-    const bad = incompleteRows(missing, rows);
-    const [incomplete] = bad.values();
-    if (incomplete) throw incompleteError(incomplete.event, incomplete.storedBytes);
-    return { existing, created: new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)])), incomplete: new Map() };
+    const { bodies, events } = bodiesOf(missing, rows);
+    await tx.insertInto('webhook_event_bodies').values(bodies).execute();
+    assertWhole(bodies, events, await storedBodies(tx, [...events.keys()]));
+    return { existing, created: new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)])) };
   });
+}
+
+function storedBodies(db: Kysely<InboxDatabase>, ids: number[]): Promise<StoredBody[]> {
+  return db.selectFrom('webhook_event_bodies').select(['event_row_id', storedPayloadBytes]).where('event_row_id', 'in', ids).execute();
 }
 
 /**
  * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
- * MariaDB, SQLite) a batch is one statement, two with duplicates, instead of a transaction of five,
- * which matters as soon as a round trip to the database costs.
+ * MariaDB, PostgreSQL, SQLite) a batch is a transaction of two statements, three with duplicates.
  * Within the batch, the first request for an event records it; the others are its duplicates. An
- * event whose row the database neither inserted nor holds (see RecordNotStoredError), or whose
- * payload it stored incomplete and let go, is answered null, for the caller to record alone; one
- * whose incomplete row stays gets its error. The batch's other answers stand.
+ * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered
+ * null, for the caller to record alone; the batch's other answers stand. A payload not stored whole
+ * rolls the batch back with a RecordNotStoredError.
  */
-export async function recordBatch(
-  db: Kysely<InboxDatabase>,
-  requests: RecordRequest[],
-  insert: NewEventsInsert | null,
-): Promise<Array<RecordResult | RecordNotStoredError | null>> {
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | null>> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -306,13 +305,12 @@ export async function recordBatch(
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
-  const { created, existing, incomplete } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
+  const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
 
-  return requests.map((request): RecordResult | RecordNotStoredError | null => {
+  return requests.map((request): RecordResult | null => {
     const key = eventKey(request.event.provider, request.event.eventId);
     const id = created.get(key);
     if (id !== undefined) return { outcome: firstByKey.get(key) === request ? 'recorded' : 'duplicate', id, status: 'received' };
-    if (incomplete.has(key)) return incomplete.get(key)!;
     const row = existing.get(key);
     return row ? { outcome: 'duplicate', id: row.id, status: row.status } : null;
   });
@@ -339,11 +337,12 @@ export class EventRecorder {
   /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
   private insertReturns: Promise<boolean> | undefined;
   /** The statements every delivery may run, compiled once (see compiledStatement). */
-  private readonly insertNewEvent: (row: NewEventRow) => Promise<QueryResult<unknown>>;
+  private readonly insertNewEvent: (row: NewEventRow, runner: Kysely<InboxDatabase>) => Promise<QueryResult<unknown>>;
   private readonly insertNewEvents: NewEventsInsert;
+  private readonly insertNewBody: (rows: NewBodyRow[], runner: Kysely<InboxDatabase>) => Promise<QueryResult<unknown>>;
   private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
   private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
-  private readonly selectPayloadBytes: (row: { id: number }) => Promise<QueryResult<{ payload_bytes: number | string }>>;
+  private readonly selectPayloadBytes: (row: { id: number }, runner: Kysely<InboxDatabase>) => Promise<QueryResult<{ payload_bytes: number | string }>>;
 
   /** @param recordBatches record batches running at once, one per connection of `ackDb`. */
   constructor(
@@ -367,6 +366,7 @@ export class EventRecorder {
       db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
     );
     this.insertNewEvents = newEventsInsert(ackDb);
+    this.insertNewBody = newBodiesInsert(ackDb, false);
     this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
       db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
     );
@@ -374,7 +374,7 @@ export class EventRecorder {
       db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
     );
     this.selectPayloadBytes = compiledStatement<{ id: number }, { payload_bytes: number | string }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('webhook_events').select(storedPayloadBytes).where('id', '=', value('id')),
+      db.selectFrom('webhook_event_bodies').select(storedPayloadBytes).where('event_row_id', '=', value('id')),
     );
   }
 
@@ -390,13 +390,11 @@ export class EventRecorder {
       const returning = await this.insertReturning();
       if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
       const results = await this.errors.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
-      return await Promise.allSettled(
-        results.map((result, i) => (result instanceof RecordNotStoredError ? Promise.reject(result) : result ? Promise.resolve(result) : this.recordOne(requests[i]!))),
-      );
+      return await Promise.allSettled(results.map((result, i) => (result ? Promise.resolve(result) : this.recordOne(requests[i]!))));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
-      // events (ConcurrentInsertError), a payload stored incomplete (rolled back), or one row the
-      // database refuses: each event alone, so only a bad one fails.
+      // events (ConcurrentInsertError), a payload stored incomplete, or one row the database refuses,
+      // each rolled back: each event alone, so only a bad one fails.
       if (this.backend.isUnavailable(error)) throw this.errors.translate(error);
       return alone();
     }
@@ -412,15 +410,13 @@ export class EventRecorder {
   }
 
   /**
-   * One event, one autocommit statement. A row that was neither inserted nor found, or whose payload
-   * was stored incomplete and discarded, is inserted again (see RecordNotStoredError); a batch leaves
-   * such an event to this.
+   * One event, one transaction. A row that was neither inserted nor found is inserted again (see
+   * RecordNotStoredError); a batch leaves such an event to this.
    */
   private async recordOne(request: RecordRequest): Promise<RecordResult> {
     const { event } = request;
     for (let attempt = 1; ; attempt++) {
       const result = await this.errors.guard(() => this.insertOne(request));
-      if (result instanceof RecordNotStoredError) throw result;
       if (result) return result;
       if (attempt === RECORD_ATTEMPTS) {
         throw new RecordNotStoredError(`event ${event.provider}/${event.eventId} was neither inserted nor found after ${attempt} attempts`);
@@ -429,24 +425,27 @@ export class EventRecorder {
   }
 
   /**
-   * Where the database has RETURNING, the batch statement for one row: it reads the stored payload's
-   * size as it inserts. Otherwise (MySQL) an INSERT IGNORE whose affected-row count tells new from
-   * duplicate, and a read of the new row's payload size.
+   * Where the database has RETURNING, the batch's statements for one row: they read the stored
+   * payload's size as they insert. Otherwise (MySQL) an INSERT IGNORE whose affected-row count tells
+   * new from duplicate, then the body and a read of its payload size, in one transaction.
    */
-  private async insertOne(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
+  private async insertOne(request: RecordRequest): Promise<RecordResult | null> {
     if (await this.insertReturning()) return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
     return this.insertOrFind(request);
   }
 
-  /** The event's result, or null when the database neither inserted its row whole nor has one for its key. */
-  private async insertOrFind(request: RecordRequest): Promise<RecordResult | RecordNotStoredError | null> {
-    const inserted = await this.insertNewEvent(newEventRow(request));
-    if (inserted.numAffectedRows === 1n && inserted.insertId !== undefined) {
-      const id = Number(inserted.insertId);
-      const storedBytes = Number((await this.selectPayloadBytes({ id })).rows[0]?.payload_bytes);
-      if (storedBytes === Buffer.byteLength(request.event.payload)) return { outcome: 'recorded', id, status: 'received' };
-      return (await discardIncomplete(this.ackDb, [id])) ? null : incompleteError(request.event, storedBytes);
-    }
+  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
+  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
+    const id = await this.ackDb.transaction().execute(async (tx) => {
+      const inserted = await this.insertNewEvent(newEventRow(request), tx);
+      if (inserted.numAffectedRows !== 1n || inserted.insertId === undefined) return null;
+      const body = newBodyRow(Number(inserted.insertId), request.event);
+      await this.insertNewBody([body], tx);
+      const storedBytes = Number((await this.selectPayloadBytes({ id: body.event_row_id }, tx)).rows[0]?.payload_bytes ?? 0);
+      if (storedBytes !== Buffer.byteLength(body.payload)) throw incompleteError(request.event, storedBytes);
+      return body.event_row_id;
+    });
+    if (id !== null) return { outcome: 'recorded', id, status: 'received' };
     const key = { provider: request.event.provider, event_id: request.event.eventId };
     const existing = (await this.selectEventByKey(key)).rows[0];
     if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };

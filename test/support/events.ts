@@ -1,17 +1,37 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Insertable, Kysely } from 'kysely';
-import { toDbTime, type InboxDatabase, type WebhookEventsTable } from '../../src/db/schema.js';
+import { toDbTime, type InboxDatabase, type WebhookEventBodiesTable, type WebhookEventsTable } from '../../src/db/schema.js';
 
-/** Writes event rows directly, in any state and at any age, for the operator tools to find. */
-export async function seedEvents(db: Kysely<InboxDatabase>, rows: Array<Partial<Insertable<WebhookEventsTable>> & { event_id: string }>): Promise<void> {
+export type SeededEvent = Partial<Insertable<WebhookEventsTable>> & Partial<Pick<WebhookEventBodiesTable, 'payload' | 'headers'>> & { event_id: string };
+
+/** Writes events (rows and bodies) directly, in any state and at any age, for the operator tools to find. */
+export async function seedEvents(db: Kysely<InboxDatabase>, rows: SeededEvent[]): Promise<void> {
   const now = toDbTime(new Date());
-  const defaults = { provider: 'stripe', event_type: 'payment_intent.succeeded', payload: '{}', headers: '{}', status: 'processed' as const, attempts: 1, created_at: now };
+  const defaults = { provider: 'stripe', event_type: 'payment_intent.succeeded', status: 'processed' as const, attempts: 1, created_at: now };
+  const key = (provider: string, eventId: string) => `${provider}\u0000${eventId}`;
   for (let start = 0; start < rows.length; start += 500) {
-    await db
-      .insertInto('webhook_events')
-      .values(rows.slice(start, start + 500).map((row) => ({ ...defaults, ...row })))
-      .execute();
+    const chunk = rows.slice(start, start + 500).map(({ payload = '{}', headers = '{}', ...row }) => ({ row: { ...defaults, ...row }, payload, headers }));
+    await db.transaction().execute(async (tx) => {
+      await tx
+        .insertInto('webhook_events')
+        .values(chunk.map(({ row }) => row))
+        .execute();
+      const stored = await tx
+        .selectFrom('webhook_events')
+        .select(['id', 'provider', 'event_id'])
+        .where(
+          'event_id',
+          'in',
+          chunk.map(({ row }) => row.event_id),
+        )
+        .execute();
+      const ids = new Map(stored.map((row) => [key(row.provider, row.event_id), row.id]));
+      await tx
+        .insertInto('webhook_event_bodies')
+        .values(chunk.map(({ row, payload, headers }) => ({ event_row_id: ids.get(key(row.provider, row.event_id))!, payload, headers })))
+        .execute();
+    });
   }
 }
 

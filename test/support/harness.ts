@@ -113,7 +113,7 @@ export class Harness {
 
   /** Row counts of every table, for "nothing was written" and "exactly one effect" assertions. */
   async allCounts(): Promise<Record<keyof CoursePlatformDatabase, number>> {
-    const tables: Array<keyof CoursePlatformDatabase> = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox'];
+    const tables: Array<keyof CoursePlatformDatabase> = ['webhook_events', 'webhook_event_bodies', 'payments', 'orders', 'enrollments', 'outbox'];
     const counts = await Promise.all(tables.map((table) => this.countRows(table)));
     return Object.fromEntries(tables.map((table, i) => [table, counts[i]])) as Record<keyof CoursePlatformDatabase, number>;
   }

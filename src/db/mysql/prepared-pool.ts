@@ -12,7 +12,7 @@ const CANNOT_PREPARE = new Set([ER_MAX_PREPARED_STMT_COUNT_REACHED, ER_UNSUPPORT
  * (recordBatchShape) of at most MAX_RECORD_BATCH events: this bound must prepare all of them (a unit
  * test ties the two), and keeps statements of any other kind that large as text.
  */
-export const MAX_PREPARED_PARAMETERS = 1536;
+export const MAX_PREPARED_PARAMETERS = 1280;
 
 type Callback = (error: unknown, result: MysqlQueryResult) => void;
 

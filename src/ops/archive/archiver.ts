@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../../db/schema.js';
-import type { EventRow } from '../event-lookup.js';
+import { selectEventRows, type EventRow } from '../../db/event-rows.js';
 import { archiveLine, gzipAsync, readArchiveLines, sha256Hex, writeFileDurably } from './files.js';
 import { lockArchiveDir } from './lock.js';
 import { loadManifest, saveManifest, type ArchivePart, type Manifest } from './manifest.js';
@@ -99,7 +99,7 @@ export class Archiver {
    * forward only, so a row this run could not delete is not written twice in one run.
    */
   private async nextDay(cutoff: DbTime, after: { createdAt: DbTime; id: number } | null, limit: number): Promise<EventRow[]> {
-    let query = this.db.selectFrom('webhook_events').selectAll().where('status', '=', 'processed').where('created_at', '<', cutoff);
+    let query = selectEventRows(this.db).where('status', '=', 'processed').where('created_at', '<', cutoff);
     if (after) {
       query = query.where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)])]));
     }
@@ -141,9 +141,7 @@ export class Archiver {
     let kept = 0;
     for (let start = 0; start < lines.length; start += batchSize) {
       const batch = new Map(lines.slice(start, start + batchSize).map((line) => [(JSON.parse(line) as { id: number }).id, line]));
-      const rows = await this.db
-        .selectFrom('webhook_events')
-        .selectAll()
+      const rows = await selectEventRows(this.db)
         .where('id', 'in', [...batch.keys()])
         .execute();
       const verified = rows.filter((row) => row.status === 'processed' && archiveLine(row) === batch.get(Number(row.id)));
@@ -168,13 +166,15 @@ export class Archiver {
       const removed = await this.db.transaction().execute(async (tx) => {
         const ids = verified.map((row) => row.id);
         const events = await tx.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'processed').executeTakeFirst();
-        // Its failed attempts go with the event (the archived line keeps its attempt count and outcome);
-        // those of an event that changed since and stays are kept with it.
-        await tx
-          .deleteFrom('event_attempts')
-          .where('event_row_id', 'in', ids)
-          .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', 'event_attempts.event_row_id'))))
-          .execute();
+        // Its body and failed attempts go with the event (the archived line keeps its payload, attempt
+        // count and outcome); those of an event that changed since and stays are kept with it.
+        for (const table of ['webhook_event_bodies', 'event_attempts'] as const) {
+          await tx
+            .deleteFrom(table)
+            .where('event_row_id', 'in', ids)
+            .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', `${table}.event_row_id`))))
+            .execute();
+        }
         return events;
       });
       deleted += Number(removed.numDeletedRows);

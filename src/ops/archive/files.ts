@@ -3,7 +3,7 @@ import { open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
-import type { EventRow } from '../event-lookup.js';
+import type { EventRow } from '../../db/event-rows.js';
 
 export const gzipAsync = promisify(gzip);
 export const gunzipAsync = promisify(gunzip);

@@ -99,9 +99,9 @@ async function countRows(db: AnyDb, table: string): Promise<number> {
   return Number(row.n);
 }
 
-/** The table's next rows after `lastId`, in id order. */
+/** The table's next rows after `lastId`, in key order. */
 function batchAfter(db: AnyDb, plan: TablePlan, lastId: number, size: number): Promise<Array<Record<string, unknown>>> {
-  return db.selectFrom(plan.name).select(plan.columns).where('id', '>', lastId).orderBy('id').limit(size).execute();
+  return db.selectFrom(plan.name).select(plan.columns).where(plan.key, '>', lastId).orderBy(plan.key).limit(size).execute();
 }
 
 /** Copies the rows after the cursor, a batch per target transaction with the cursor; returns the rows written. */
@@ -120,7 +120,7 @@ async function copyTable(from: CopyEnd, to: CopyEnd, plan: TablePlan, source: st
   for (;;) {
     const rows = await batchAfter(sourceDb, plan, lastId, options.batchSize);
     if (rows.length === 0) break;
-    lastId = Number(rows.at(-1)!.id);
+    lastId = Number(rows.at(-1)![plan.key]);
     await (to.db as unknown as AnyDb).transaction().execute(async (tx) => {
       // Ignored: a row the target has already (merge), by id or by a unique key.
       const inserted = await tx.insertInto(plan.name).orIgnore().values(rows).executeTakeFirst();
@@ -135,7 +135,7 @@ async function copyTable(from: CopyEnd, to: CopyEnd, plan: TablePlan, source: st
     copied += rows.length;
     options.onProgress?.(plan.name, copied, total);
   }
-  await to.backend.followInsertedIds(to.db, plan.name);
+  if (plan.ownIds) await to.backend.followInsertedIds(to.db, plan.name);
   return copiedNow;
 }
 
@@ -149,10 +149,10 @@ async function verifyTable(sourceDb: AnyDb, targetDb: AnyDb, plan: TablePlan, op
   for (let lastId = 0; ;) {
     const rows = await batchAfter(sourceDb, plan, lastId, options.batchSize);
     if (rows.length === 0) break;
-    const ids = rows.map((row) => Number(row.id));
+    const ids = rows.map((row) => Number(row[plan.key]));
     lastId = ids.at(-1)!;
     for (const row of rows) sourceSum.add(row);
-    const copies = await targetDb.selectFrom(plan.name).select(plan.columns).where('id', 'in', ids).orderBy('id').execute();
+    const copies = await targetDb.selectFrom(plan.name).select(plan.columns).where(plan.key, 'in', ids).orderBy(plan.key).execute();
     for (const row of copies) targetSum.add(row);
   }
   const targetRows = await countRows(targetDb, plan.name);

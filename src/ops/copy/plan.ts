@@ -12,10 +12,17 @@ const BOOKKEEPING = new Set(['schema_migrations', 'schema_migrations_lock', 'cop
  * foreign key (the store keeps references by id, checked by its own code), so the order only makes a
  * copy cut short hold whole events before what points at them; other tables follow by name.
  */
-const FIRST = ['webhook_events', 'archived_event_keys', 'payments', 'payment_leases', 'event_replays', 'event_attempts', 'outbox'];
+const FIRST = ['webhook_events', 'webhook_event_bodies', 'archived_event_keys', 'payments', 'payment_leases', 'event_replays', 'event_attempts', 'outbox'];
+
+/** Tables keyed by another table's row id rather than an id of their own: their key column. */
+const ROW_KEYS: Readonly<Record<string, string>> = { webhook_event_bodies: 'event_row_id' };
 
 export interface TablePlan {
   name: string;
+  /** The column rows are copied and compared in order of: `id`, or the key of a table in ROW_KEYS. */
+  key: string;
+  /** Whether the table's key is an id the database hands out (the target's sequence follows the copied ids). */
+  ownIds: boolean;
   /** The source's columns, in name order: copied, and checksummed, as they are. */
   columns: string[];
 }
@@ -39,11 +46,12 @@ export async function planCopy(source: Kysely<InboxDatabase>, target: Kysely<Inb
   for (const table of await source.introspection.getTables()) {
     if (BOOKKEEPING.has(table.name)) continue;
     const columns = table.columns.map((c) => c.name).sort();
-    if (!columns.includes('id')) throw new OperationError(`source table ${table.name} has no id column: not a table of webhook-inbox`, 'bad_argument');
+    const key = ROW_KEYS[table.name] ?? 'id';
+    if (!columns.includes(key)) throw new OperationError(`source table ${table.name} has no ${key} column: not a table of webhook-inbox`, 'bad_argument');
     const targetColumns = targetTables.get(table.name);
     const missing = columns.filter((column) => !targetColumns?.has(column));
     if (missing.length > 0) throw new OperationError(`the target's table ${table.name} lacks ${missing.join(', ')}`, 'bad_argument');
-    plans.push({ name: table.name, columns });
+    plans.push({ name: table.name, key, ownIds: key === 'id', columns });
   }
   const rank = (name: string) => (FIRST.includes(name) ? FIRST.indexOf(name) : FIRST.length);
   return plans.sort((a, b) => rank(a.name) - rank(b.name) || (a.name < b.name ? -1 : 1));

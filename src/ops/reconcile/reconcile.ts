@@ -262,7 +262,13 @@ class ProviderRunner {
     };
     const payments = await db.selectFrom('payments').select(['payment_id', 'status']).where('provider', '=', provider).where('payment_id', 'in', ids).execute();
     for (const row of payments) further(row.payment_id, row.status);
-    const events = await db.selectFrom('webhook_events').select(['payment_id', 'event_type', 'payload']).where('provider', '=', provider).where('payment_id', 'in', ids).execute();
+    const events = await db
+      .selectFrom('webhook_events')
+      .innerJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
+      .select(['payment_id', 'event_type', 'payload'])
+      .where('provider', '=', provider)
+      .where('payment_id', 'in', ids)
+      .execute();
     for (const row of events) {
       let payload: unknown;
       try {

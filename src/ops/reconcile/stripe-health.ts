@@ -22,6 +22,7 @@ export async function handleStripeHealthEvents(settings: OperationsSettings, inb
   const { db } = inbox.store;
   const events = await db
     .selectFrom('webhook_events')
+    .innerJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
     .select(['event_id', 'payload', 'created_at'])
     .where('provider', '=', 'stripe')
     .where('event_type', '=', STRIPE_EVENT_GENERATION_RESOLVED)

@@ -8,6 +8,7 @@ import { Harness } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 import { coursePlatform } from '../../../src/course-platform/course-platform.js';
 import { toDbTime } from '../../../src/db/schema.js';
+import { selectEventRows } from '../../../src/db/event-rows.js';
 
 const databases = await createTestDatabases();
 const PAID = 5;
@@ -169,9 +170,7 @@ for (const backend of STORE_BACKENDS) {
     test('event detail: payload as received, headers without the signature, timeline, payment, outbox', async () => {
       const [row] = events(await get('/admin/api/events?eventId=evt_api_paid_0'));
       const detail = (await get(`/admin/api/events/${String(row!.id)}`)).json;
-      const stored = await service.db
-        .selectFrom('webhook_events')
-        .select('payload')
+      const stored = await selectEventRows(service.db)
         .where('id', '=', row!.id as number)
         .executeTakeFirstOrThrow();
       assert.equal(detail.payload, stored.payload);

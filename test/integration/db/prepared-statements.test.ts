@@ -72,7 +72,9 @@ describe('prepared statements (MariaDB)', { skip: 'skip' in database ? database.
         ['recorded', 'recorded'],
       );
       assert.ok((await globalPrepares()) > before, 'the record batch was prepared');
-      const [rows] = await server.query("select payload from webhook_events where provider = 'stripe' and event_id = 'evt_prepared'");
+      const [rows] = await server.query(
+        "select b.payload from webhook_events e join webhook_event_bodies b on b.event_row_id = e.id where e.provider = 'stripe' and e.event_id = 'evt_prepared'",
+      );
       assert.equal((rows as Array<{ payload: string }>)[0]?.payload, payload);
       assert.equal((await store.record({ provider: 'stripe', eventId: 'evt_prepared', eventType: 'x', payload, headers: {} })).outcome, 'duplicate');
     } finally {

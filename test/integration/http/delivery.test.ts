@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { samples } from '../../support/fixtures.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
 import { describeEachService } from '../../support/store-suite.js';
+import { selectEventRows } from '../../../src/db/event-rows.js';
 
 await describeEachService(`signed deliveries from each provider, over HTTP`, {}, (suite) => {
   async function deliverAndProcess(delivery: Delivery, eventId: string): Promise<string | null> {
@@ -26,7 +27,7 @@ await describeEachService(`signed deliveries from each provider, over HTTP`, {},
       if (event.type === 'charge.dispute.created') assert.match(outcome!, /^ignored: no business meaning/);
       else assert.match(outcome!, /^(applied|ignored): payment/, `${sample.name}: ${outcome}`);
     }
-    const stored = await suite.service.db.selectFrom('webhook_events').select(['event_id', 'payload']).where('provider', '=', 'stripe').execute();
+    const stored = await selectEventRows(suite.service.db).where('provider', '=', 'stripe').execute();
     for (const sample of samples('stripe', '.json')) {
       const id = (JSON.parse(sample.text) as { id: string }).id;
       assert.equal(stored.find((row) => row.event_id === id)?.payload, sample.text, `${sample.name} stored verbatim`);

@@ -8,7 +8,9 @@ import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../su
 import { payload } from '../../support/fixtures.js';
 import { Harness, type Response } from '../../support/harness.js';
 import { rawExchange, requestHead } from '../../support/raw-http.js';
+import { seedEvents } from '../../support/events.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, TEST_SECRETS, type Delivery } from '../../support/signing.js';
+import { selectEventRows } from '../../../src/db/event-rows.js';
 
 /**
  * Hostile input over HTTP, on every store: forged, malformed and hostile-but-signed requests, the
@@ -112,7 +114,7 @@ for (const backend of STORE_BACKENDS) {
     }
 
     async function eventRow(provider: string, eventId: string) {
-      return harness.db.selectFrom('webhook_events').selectAll().where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
+      return selectEventRows(harness.db).where('provider', '=', provider).where('event_id', '=', eventId).executeTakeFirst();
     }
 
     test('random bytes and random headers: 401 for Stripe and Razorpay, whatever the content type; 400/401/415 for PayU; never a row', async () => {
@@ -220,12 +222,7 @@ for (const backend of STORE_BACKENDS) {
             assert.match(String(response.body.message), /contains "\|"/);
           } else {
             assert.equal(response.status, 200, JSON.stringify(response.body));
-            const stored = await harness.db
-              .selectFrom('webhook_events')
-              .select('payload')
-              .where('provider', '=', 'payu')
-              .where('event_id', '=', `T${mihpayid}:success`)
-              .executeTakeFirstOrThrow();
+            const stored = await selectEventRows(harness.db).where('provider', '=', 'payu').where('event_id', '=', `T${mihpayid}:success`).executeTakeFirstOrThrow();
             const payload = JSON.parse(stored.payload) as Record<string, string>;
             for (const [name, posted] of Object.entries(values)) assert.equal(payload[name], posted, name);
           }
@@ -260,20 +257,18 @@ for (const backend of STORE_BACKENDS) {
     test('a stored row that cannot be read fails alone, with its reason and no retry; the events claimed with it are processed', async () => {
       // As a payload cut on the way in was stored before issue 27: the JSON ends early.
       const now = toDbTime(harness.clock.now());
-      await harness.db
-        .insertInto('webhook_events')
-        .values({
+      await seedEvents(harness.db, [
+        {
           provider: 'razorpay',
           event_id: 'rzp_evt_unreadable',
           event_type: 'payment.captured',
           payload: razorpayCaptured('pay_unreadable').slice(0, 100),
-          headers: '{}',
           status: 'received',
           attempts: 0,
           next_attempt_at: now,
           created_at: now,
-        })
-        .execute();
+        },
+      ]);
       seededRows++;
       expectedFailures.set('razorpay\u0000rzp_evt_unreadable', /^the stored event cannot be read: its payload \(100 bytes stored\) is not valid JSON/);
       const valid = Array.from({ length: 12 }, (_, i) => razorpayDelivery(razorpayCaptured(`pay_beside_${i}`), `rzp_evt_beside_${i}`));
@@ -529,7 +524,7 @@ for (const backend of STORE_BACKENDS) {
         async () => (await harness.db.selectFrom('webhook_events').select('id').where('status', 'in', ['received', 'processing']).execute()).length === 0,
         30_000,
       );
-      const rows = await harness.db.selectFrom('webhook_events').selectAll().execute();
+      const rows = await selectEventRows(harness.db).execute();
       assert.equal(rows.length, acknowledged.size + seededRows, 'one row per acknowledged delivery, and none from anything else');
       for (const [key, delivery] of acknowledged) {
         const [provider, eventId] = key.split('\u0000') as [string, string];

@@ -135,7 +135,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('after all of the above: not a single row anywhere, and a valid delivery still works', async () => {
-      assert.deepEqual(await harness.allCounts(), { webhook_events: 0, payments: 0, orders: 0, enrollments: 0, outbox: 0 });
+      assert.deepEqual(await harness.allCounts(), { webhook_events: 0, webhook_event_bodies: 0, payments: 0, orders: 0, enrollments: 0, outbox: 0 });
       const response = await harness.post(validStripe());
       assert.equal(response.status, 200);
       await harness.waitUntilProcessed(1);

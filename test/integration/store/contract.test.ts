@@ -11,6 +11,7 @@ import { toDbTime } from '../../../src/db/schema.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { paymentEffects } from '../../support/harness.js';
+import { selectEventRows } from '../../../src/db/event-rows.js';
 
 /**
  * The store port's contract, run unchanged against every adapter: whatever the database, the
@@ -60,6 +61,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0021_payment_locks',
       '0022_one_status_index',
       '0023_fewer_event_indexes',
+      '0024_event_bodies',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
@@ -93,7 +95,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     assert.deepEqual(again, { outcome: 'duplicate', id: first.id, status: 'received' });
     const state = await store.findEvent('stripe', 'evt_record');
     assert.equal(state?.id, first.id);
-    const stored = await store.db.selectFrom('webhook_events').select('payload').where('id', '=', first.id).executeTakeFirstOrThrow();
+    const stored = await selectEventRows(store.db).where('id', '=', first.id).executeTakeFirstOrThrow();
     assert.equal(stored.payload, verified('evt_record').payload, 'the first body is kept byte for byte');
   });
 

@@ -13,6 +13,7 @@ import { hasInsertReturning, mysqlBackend } from '../../../src/db/mysql/backend.
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
+import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
@@ -188,7 +189,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
       const watched = store.db.withPlugin(counter);
       const insert = returning ? newEventsInsert(watched) : null;
-      const results = (await recordBatch(watched, requests(names), insert)) as Array<RecordResult | null>;
+      const results = await recordBatch(watched, requests(names), insert);
       assert.deepEqual(
         results.map((r) => r?.outcome),
         ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
@@ -200,13 +201,13 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
       assert.deepEqual(
         statements,
-        returning ? ['InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'],
-        'one insert, and one read for the events it did not insert',
+        returning ? ['InsertQueryNode', 'InsertQueryNode', 'SelectQueryNode'] : ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode'],
+        'one insert of events and one of bodies, and one read for the events it did not insert',
       );
 
       statements.length = 0;
       await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
-      if (returning) assert.deepEqual(statements, ['InsertQueryNode'], 'a batch of new events is one statement');
+      if (returning) assert.deepEqual(statements, ['InsertQueryNode', 'InsertQueryNode'], 'a batch of new events is two statements: their rows and their bodies');
     });
 
     test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
@@ -234,7 +235,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
   }
 
   if (suite.backend === 'mysql') {
-    test('this MariaDB with mysql2 cuts a string bound bare in a prepared UNION to its length modulo 65,536; cast as the record batch binds it, it comes through whole', async () => {
+    test("this MariaDB with mysql2 cuts a string bound bare in a prepared UNION to its length modulo 65,536, and cast it comes through whole: why a payload is never bound in the record batch's UNION", async () => {
       const prepared = mysqlBackend.connect(db.url, { poolSize: 1, preparedStatements: true });
       try {
         for (const bytes of [65_535, 65_536, 65_537, 70_000, 1 << 20]) {
@@ -259,37 +260,51 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     const results = await Promise.all([...events, alone].map((event) => store.record(event)));
     assert.ok(results.every((r) => r.outcome === 'recorded'));
     for (const event of [...events, alone]) {
-      const row = await store.db
-        .selectFrom('webhook_events')
-        .select('payload')
-        .where('provider', '=', event.provider)
-        .where('event_id', '=', event.eventId)
-        .executeTakeFirstOrThrow();
+      const row = await selectEventRows(store.db).where('provider', '=', event.provider).where('event_id', '=', event.eventId).executeTakeFirstOrThrow();
       assert.equal(Buffer.byteLength(row.payload), Buffer.byteLength(event.payload), `${event.eventId}: stored size`);
       assert.ok(row.payload === event.payload, `${event.eventId}: stored byte for byte`);
     }
   });
 
-  test('a payload the database stores with another size is not acknowledged: its row is discarded and recorded again, or, once taken up, its delivery fails', async () => {
+  test('a payload the database stores with another size is not acknowledged: the batch rolls back whole, and recorded alone the event is refused', async () => {
     const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
     const insert = newEventsInsert(store.db);
-    // A driver or server that loses bytes on the way in; `then` runs before the batch reads its answer.
-    const cutting =
-      (then: () => Promise<unknown> = async () => undefined): NewEventsInsert =>
-      async (rows) => {
-        const result = await insert(rows.map((row) => (row.event_id.startsWith('cut_') ? { ...row, payload: row.payload.slice(0, 5) } : row)));
-        await then();
-        return result;
-      };
-    const [cut, whole] = await recordBatch(store.db, requests(['cut_discarded', 'gc_whole']), cutting());
-    assert.equal(cut, null, 'no answer: the caller records it again');
-    assert.equal(await store.findEvent('razorpay', 'cut_discarded'), null, 'its row is gone');
-    assert.equal((whole as RecordResult).outcome, 'recorded');
-
-    const takenUp = cutting(() => store.db.updateTable('webhook_events').set({ status: 'processing', attempts: 1 }).where('event_id', '=', 'cut_taken').execute());
-    const [refused] = await recordBatch(store.db, requests(['cut_taken']), takenUp);
-    assert.ok(refused instanceof RecordNotStoredError, JSON.stringify(refused));
-    assert.match(refused.message, /stored 5 of its 18 payload bytes; not acknowledged/);
+    // A driver or server that loses bytes on the way in.
+    const cutting: NewEventsInsert = {
+      ...insert,
+      bodies: (rows, runner) =>
+        insert.bodies(
+          rows.map((row) => (row.payload.includes('cut_') ? { ...row, payload: row.payload.slice(0, 5) } : row)),
+          runner,
+        ),
+    };
+    await assert.rejects(recordBatch(store.db, requests(['cut_batch', 'gc_beside_cut']), cutting), (error) => {
+      assert.ok(error instanceof RecordNotStoredError);
+      assert.match(error.message, /razorpay\/cut_batch: the database stored 5 of its \d+ payload bytes; not acknowledged/);
+      return true;
+    });
+    for (const name of ['cut_batch', 'gc_beside_cut']) assert.equal(await store.findEvent('razorpay', name), null, `${name}: rolled back, row and body`);
+    assert.equal(
+      Number(
+        (
+          await store.db
+            .selectFrom('webhook_event_bodies')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      Number(
+        (
+          await store.db
+            .selectFrom('webhook_events')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      ),
+      'one body per event',
+    );
+    const [beside] = await recordBatch(store.db, requests(['gc_beside_cut']), insert);
+    assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
   });
 
   test('a stored row that cannot be read is claimed with its reason; the other events of its claim batch are claimed as usual', async () => {

@@ -55,6 +55,7 @@ for (const backend of STORE_BACKENDS) {
         '0021_payment_locks',
         '0022_one_status_index',
         '0023_fewer_event_indexes',
+        '0024_event_bodies',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { isDeepStrictEqual } from 'node:util';
 import { Migrator, type Kysely } from 'kysely';
 import { coursePlatformMigrations } from '../../../src/course-platform/migrations.js';
 import { inboxMigrations } from '../../../src/db/migrations.js';
@@ -49,6 +50,8 @@ for (const backend of STORE_BACKENDS) {
   describe(`PayU keys of an installation upgraded from mihpayid to txnid (${backend})`, { skip: 'skip' in database && database.skip }, () => {
     let store: InboxStore;
     let applied: string[];
+    let secondRunChanged: boolean;
+    const everything = () => Promise.all(TABLES.map((table) => looseDb(store).selectFrom(table).selectAll().orderBy('id').execute()));
     const rows = async (table: 'webhook_events' | 'payments' | 'orders' | 'enrollments') =>
       (await looseDb(store).selectFrom(table).selectAll().where('provider', '=', 'payu').orderBy('id').execute()) as Array<Record<string, unknown>>;
 
@@ -71,7 +74,13 @@ for (const backend of STORE_BACKENDS) {
           .execute();
         await BACKENDS[backend].followInsertedIds(store.db, table);
       }
-      applied = await store.migrate();
+      // 0006 again, on the schema it ran on (0024 later moves the payloads it reads): it must change nothing.
+      const upTo0006 = await migrator.migrateTo('0006_payu_transaction_keys');
+      if (upTo0006.error) throw upTo0006.error instanceof Error ? upTo0006.error : new Error(JSON.stringify(upTo0006.error));
+      const snapshot = await everything();
+      await rekeyPayuByTransaction(store.db as unknown as Parameters<typeof rekeyPayuByTransaction>[0]);
+      secondRunChanged = !isDeepStrictEqual(await everything(), snapshot);
+      applied = [...(upTo0006.results ?? []).map((result) => result.migrationName), ...(await store.migrate())];
     });
     after(async () => {
       await store?.close();
@@ -155,6 +164,7 @@ for (const backend of STORE_BACKENDS) {
         const after = await harness.allCounts();
         assert.deepEqual(after, {
           webhook_events: before.webhook_events + 1,
+          webhook_event_bodies: before.webhook_event_bodies + 1,
           payments: before.payments + 1,
           orders: before.orders + 1,
           enrollments: before.enrollments + 1,
@@ -165,11 +175,8 @@ for (const backend of STORE_BACKENDS) {
       }
     });
 
-    test('running the migration again changes nothing', async () => {
-      const everything = () => Promise.all(TABLES.map((table) => looseDb(store).selectFrom(table).selectAll().orderBy('id').execute()));
-      const snapshot = await everything();
-      await rekeyPayuByTransaction(store.db as unknown as Parameters<typeof rekeyPayuByTransaction>[0]);
-      assert.deepEqual(await everything(), snapshot);
+    test('running the migration again changes nothing', () => {
+      assert.equal(secondRunChanged, false);
     });
   });
 }
