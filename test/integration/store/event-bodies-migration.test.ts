@@ -1,25 +1,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { Migrator, sql, type Kysely } from 'kysely';
-import { inboxMigrations } from '../../../src/db/migrations.js';
-import { mysqlBackend } from '../../../src/db/mysql/backend.js';
-import { postgresBackend } from '../../../src/db/postgres/backend.js';
-import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
+import { sql } from 'kysely';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import { openStore } from '../../../src/store/open-store.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { TestClock } from '../../support/harness.js';
+import { BACKENDS, looseDb, migrateTo } from '../../support/older-schema.js';
 
 /**
  * Migration 0024 moves every event's payload and headers out of webhook_events into its body row: on
  * a database with events written at 0023, including one whose migration stopped part way.
  */
-const BACKENDS = { mysql: mysqlBackend, postgres: postgresBackend, sqlite: sqliteBackend };
 /** More than one of the migration's copy batches. */
 const EVENTS = 4500;
 const databases = await createTestDatabases();
-const looseDb = (store: InboxStore) => store.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
 
 /** Bytes that a copy through the wrong type or encoding would change: multi-byte text, a NUL escape, a long body. */
 function payloadOf(i: number): string {
@@ -35,14 +30,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       store = openStore((database as TestDatabase).url, { poolSize: 2, clock: new TestClock() });
-      const migrator = new Migrator({
-        db: store.db,
-        provider: { getMigrations: async () => inboxMigrations(BACKENDS[backend].columnTypes) },
-        migrationTableName: 'schema_migrations',
-        migrationLockTableName: 'schema_migrations_lock',
-      });
-      const { error } = await migrator.migrateTo('0023_fewer_event_indexes');
-      if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
+      await migrateTo(store, backend, '0023_fewer_event_indexes');
       const rows = Array.from({ length: EVENTS }, (_, i) => ({
         provider: 'stripe',
         event_id: `evt_${i}`,

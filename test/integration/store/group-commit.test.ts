@@ -284,25 +284,16 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       return true;
     });
     for (const name of ['cut_batch', 'gc_beside_cut']) assert.equal(await store.findEvent('razorpay', name), null, `${name}: rolled back, row and body`);
-    assert.equal(
+    const rowsOf = async (table: 'webhook_events' | 'webhook_event_bodies') =>
       Number(
         (
           await store.db
-            .selectFrom('webhook_event_bodies')
+            .selectFrom(table)
             .select((eb) => eb.fn.countAll().as('n'))
             .executeTakeFirstOrThrow()
         ).n,
-      ),
-      Number(
-        (
-          await store.db
-            .selectFrom('webhook_events')
-            .select((eb) => eb.fn.countAll().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      ),
-      'one body per event',
-    );
+      );
+    assert.equal(await rowsOf('webhook_event_bodies'), await rowsOf('webhook_events'), 'one body per event');
     const [beside] = await recordBatch(store.db, requests(['gc_beside_cut']), insert);
     assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
   });

@@ -3,18 +3,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
-import { Migrator, type Kysely } from 'kysely';
 import { coursePlatformMigrations } from '../../../src/course-platform/migrations.js';
-import { inboxMigrations } from '../../../src/db/migrations.js';
-import { mysqlBackend } from '../../../src/db/mysql/backend.js';
-import { postgresBackend } from '../../../src/db/postgres/backend.js';
 import { rekeyPayuByTransaction } from '../../../src/db/payu-transaction-keys.js';
 import { openStore } from '../../../src/store/open-store.js';
-import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { PROVIDERS_DIR } from '../../support/fixtures.js';
 import { Harness, TestClock } from '../../support/harness.js';
+import { BACKENDS, looseDb, migrateTo } from '../../support/older-schema.js';
 import { payuDelivery } from '../../support/signing.js';
 
 /**
@@ -24,9 +20,6 @@ import { payuDelivery } from '../../support/signing.js';
  */
 const FIXTURE = JSON.parse(readFileSync(path.join(PROVIDERS_DIR, '..', 'upgrade', 'payu-mihpayid-keys.json'), 'utf8')) as Record<string, unknown>;
 const TABLES = ['webhook_events', 'payments', 'orders', 'enrollments', 'outbox', 'payment_leases'] as const;
-const BACKENDS = { mysql: mysqlBackend, postgres: postgresBackend, sqlite: sqliteBackend };
-/** The store's tables read and written as plain rows: the fixture is written as older versions stored it. */
-const looseDb = (store: InboxStore) => store.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
 const databases = await createTestDatabases();
 
 /** The callbacks the fixture was written from (same fields, so the same hashes). */
@@ -57,14 +50,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       store = openStore((database as TestDatabase).url, { poolSize: 2, clock: new TestClock() });
-      const migrator = new Migrator({
-        db: store.db,
-        provider: { getMigrations: async () => inboxMigrations(BACKENDS[backend].columnTypes) },
-        migrationTableName: 'schema_migrations',
-        migrationLockTableName: 'schema_migrations_lock',
-      });
-      const { error } = await migrator.migrateTo('0005_outbox_dispatch');
-      if (error) throw error instanceof Error ? error : new Error(JSON.stringify(error));
+      await migrateTo(store, backend, '0005_outbox_dispatch');
       // What 0002 created then besides: the course platform's tables, as its own migration makes them now.
       await coursePlatformMigrations(BACKENDS[backend].columnTypes)['0014_orders_and_enrollments']!.up(store.db);
       for (const table of TABLES) {
@@ -75,12 +61,11 @@ for (const backend of STORE_BACKENDS) {
         await BACKENDS[backend].followInsertedIds(store.db, table);
       }
       // 0006 again, on the schema it ran on (0024 later moves the payloads it reads): it must change nothing.
-      const upTo0006 = await migrator.migrateTo('0006_payu_transaction_keys');
-      if (upTo0006.error) throw upTo0006.error instanceof Error ? upTo0006.error : new Error(JSON.stringify(upTo0006.error));
+      const upTo0006 = await migrateTo(store, backend, '0006_payu_transaction_keys');
       const snapshot = await everything();
       await rekeyPayuByTransaction(store.db as unknown as Parameters<typeof rekeyPayuByTransaction>[0]);
       secondRunChanged = !isDeepStrictEqual(await everything(), snapshot);
-      applied = [...(upTo0006.results ?? []).map((result) => result.migrationName), ...(await store.migrate())];
+      applied = [...upTo0006.map((result) => result.migrationName), ...(await store.migrate())];
     });
     after(async () => {
       await store?.close();
