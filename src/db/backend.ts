@@ -17,6 +17,11 @@ export interface StoreBackend {
    */
   readonly lockingReads: boolean;
   /**
+   * Whether a record batch inserts its events and their bodies with one statement, which commits by
+   * itself (data-modifying CTEs: PostgreSQL), instead of a transaction of two (record.ts).
+   */
+  readonly recordsInOneStatement: boolean;
+  /**
    * Whether the store's general pool (processing, the outbox, operators' reads) runs its statements
    * prepared too, not only the acknowledgement path's. True where the server's parsing and planning
    * are a large part of processing's cost (PostgreSQL); docs/performance.md has the measurement.

@@ -19,6 +19,14 @@ export interface ColumnTypes {
 
 type Schema = Kysely<unknown>['schema'];
 
+/**
+ * PostgreSQL's function (migration 0025) that fails the statement it runs in when a body's stored
+ * payload size is not the size sent, with PAYLOAD_NOT_WHOLE_STATE and a JSON detail naming the event
+ * and the size stored.
+ */
+export const WHOLE_PAYLOAD_FUNCTION = 'webhook_inbox_whole_payload';
+export const PAYLOAD_NOT_WHOLE_STATE = 'WI001';
+
 /** Events whose bodies one statement of migration 0024 copies. */
 const BODY_COPY_BATCH = 2000;
 
@@ -415,6 +423,23 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           .$call((builder) => (types.tableOptions ? builder.modifyEnd(types.tableOptions) : builder))
           .execute();
         await moveEventBodies(db);
+      },
+    },
+    // PostgreSQL records a batch's events and bodies in one statement, which commits by itself: the
+    // size of each stored payload is compared inside it, by this function, whose error fails the
+    // statement whole (record.ts). Other stores compare in the record's transaction.
+    '0025_whole_payload_check': {
+      async up(db) {
+        if (types.dialect !== 'postgres') return;
+        await sql`create or replace function ${sql.raw(WHOLE_PAYLOAD_FUNCTION)}(stored integer, expected integer, provider text, event_id text) returns integer
+          language plpgsql as $$
+          begin
+            if stored is distinct from expected then
+              raise exception 'a payload was stored with another size' using errcode = ${sql.lit(PAYLOAD_NOT_WHOLE_STATE)},
+                detail = json_build_object('provider', provider, 'event_id', event_id, 'stored', stored)::text;
+            end if;
+            return stored;
+          end $$`.execute(db);
       },
     },
   };

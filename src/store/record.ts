@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { compiledRowsStatement, compiledStatement, compiledValuesStatement } from '../db/compiled-statement.js';
+import { PAYLOAD_NOT_WHOLE_STATE, WHOLE_PAYLOAD_FUNCTION } from '../db/migrations.js';
 import { toDbTime } from '../db/schema.js';
 import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
@@ -86,9 +87,14 @@ function columnSource(eb: ExpressionBuilder<InboxDatabase, never>, column: keyof
   return column === 'attempts' ? sql.lit(0).as(column) : eb.val(value(column)).as(column);
 }
 
+/** What a new event's body row stores. */
+function bodyOf(event: VerifiedEvent): { payload: string; headers: string } {
+  return { payload: event.payload, headers: JSON.stringify(event.headers) };
+}
+
 /** The body row of a new event, inserted by the transaction that inserts its row `id`. */
 export function newBodyRow(id: number, event: VerifiedEvent): NewBodyRow {
-  return { event_row_id: id, payload: event.payload, headers: JSON.stringify(event.headers) };
+  return { event_row_id: id, ...bodyOf(event) };
 }
 
 export interface NewBodyRow extends Record<string, unknown> {
@@ -185,8 +191,10 @@ interface BatchOutcome {
  * their bodies (a VALUES list). They run as compiled queries, never through the builder's `execute`:
  * kysely's MySQL adapter does not claim RETURNING, which MariaDB has.
  */
-export function newEventsInsert(db: Kysely<InboxDatabase>) {
+export function newEventsInsert(db: Kysely<InboxDatabase>, oneStatement: boolean) {
   return {
+    /** The batch in one statement, where the database can (see StoreBackend.recordsInOneStatement). */
+    together: oneStatement ? newEventsWithBodiesInsert(db) : null,
     events: compiledRowsStatement<NewEventRow, ReturnType<typeof newEventSource>, InsertedRow, InboxDatabase>(
       db,
       newEventSource,
@@ -195,6 +203,87 @@ export function newEventsInsert(db: Kysely<InboxDatabase>) {
     ),
     bodies: newBodiesInsert(db, true),
   };
+}
+
+/** A new event's row and body as the one-statement record takes them, with its payload's size in bytes as sent. */
+export type NewEventWithBody = NewEventRow & { payload: string; headers: string; payload_bytes: number };
+
+function newEventWithBody(request: RecordRequest): NewEventWithBody {
+  return { ...newEventRow(request), ...bodyOf(request.event), payload_bytes: Buffer.byteLength(request.event.payload) };
+}
+
+/** One new event's values, every one a parameter; the payload's size is typed, since the statement compares it. */
+function newEventWithBodySource(db: Kysely<InboxDatabase>, value: <Column extends keyof NewEventWithBody>(column: Column) => NewEventWithBody[Column]) {
+  return db.selectNoFrom((eb) => [
+    ...NEW_EVENT_COLUMNS.filter((column) => column !== 'attempts').map((column) => eb.val(value(column)).as(column)),
+    eb.val(value('payload')).as('payload'),
+    eb.val(value('headers')).as('headers'),
+    eb.cast(eb.val(value('payload_bytes')), 'integer').as('payload_bytes'),
+  ]);
+}
+
+/**
+ * Where the database runs data-modifying CTEs (PostgreSQL): a record batch as one statement, which
+ * commits by itself. It inserts every event not archived (a conflict on the event's key skips it),
+ * then the bodies of the rows it inserted, and answers each new row with its stored payload's size
+ * through WHOLE_PAYLOAD_FUNCTION, whose error on a size that differs fails the statement, rows and
+ * bodies together (migration 0025).
+ */
+function newEventsWithBodiesInsert(db: Kysely<InboxDatabase>) {
+  return compiledRowsStatement<NewEventWithBody, ReturnType<typeof newEventWithBodySource>, InsertedRow, InboxDatabase>(
+    db,
+    newEventWithBodySource,
+    (db, source) =>
+      db
+        .with('input', () => source)
+        .with('inserted', (qc) =>
+          qc
+            .insertInto('webhook_events')
+            .orIgnore()
+            .columns(NEW_EVENT_COLUMNS)
+            .expression(
+              qc
+                .selectFrom('input')
+                .select((eb) => NEW_EVENT_COLUMNS.map((column) => (column === 'attempts' ? sql.lit(0).as(column) : eb.ref(`input.${column}`).as(column))))
+                .where((eb) =>
+                  eb.not(
+                    eb.exists(
+                      eb
+                        .selectFrom('archived_event_keys')
+                        .select('archived_event_keys.id')
+                        .whereRef('archived_event_keys.provider', '=', 'input.provider')
+                        .whereRef('archived_event_keys.event_id', '=', 'input.event_id'),
+                    ),
+                  ),
+                ),
+            )
+            .returning(['webhook_events.id', 'webhook_events.provider', 'webhook_events.event_id']),
+        )
+        .with('bodies', (qc) =>
+          qc
+            .insertInto('webhook_event_bodies')
+            .columns(['event_row_id', 'payload', 'headers'])
+            .expression(
+              qc
+                .selectFrom('inserted')
+                .innerJoin('input', (join) => join.onRef('input.provider', '=', 'inserted.provider').onRef('input.event_id', '=', 'inserted.event_id'))
+                .select(['inserted.id', 'input.payload', 'input.headers']),
+            )
+            .returning(['event_row_id', storedPayloadBytes]),
+        )
+        .selectFrom('inserted')
+        .innerJoin('bodies', 'bodies.event_row_id', 'inserted.id')
+        .innerJoin('input', (join) => join.onRef('input.provider', '=', 'inserted.provider').onRef('input.event_id', '=', 'inserted.event_id'))
+        .select([
+          'inserted.id',
+          'inserted.provider',
+          'inserted.event_id',
+          sql<number>`${sql.raw(WHOLE_PAYLOAD_FUNCTION)}(${sql.ref('bodies.payload_bytes')}, ${sql.ref('input.payload_bytes')}, ${sql.ref('inserted.provider')}, ${sql.ref('inserted.event_id')})`.as(
+            'payload_bytes',
+          ),
+        ]),
+    ' union all ',
+  );
 }
 
 export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
@@ -245,15 +334,39 @@ export function recordBatchShape(size: number): number {
  * or archived, and one more read finds its row.
  */
 async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInsert, unique: RecordRequest[]): Promise<BatchOutcome> {
-  const created = await db.transaction().execute(async (tx) => {
-    const { rows } = await insert.events(unique.map(newEventRow), tx);
-    if (rows.length === 0) return new Map<string, number>();
-    const { bodies, events } = bodiesOf(unique, rows);
-    assertWhole(bodies, events, (await insert.bodies(bodies, tx)).rows as StoredBody[]);
-    return new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
-  });
+  const created = insert.together
+    ? await insertTogether(db, insert.together, unique)
+    : await db.transaction().execute(async (tx) => {
+        const { rows } = await insert.events(unique.map(newEventRow), tx);
+        if (rows.length === 0) return new Map<string, number>();
+        const { bodies, events } = bodiesOf(unique, rows);
+        assertWhole(bodies, events, (await insert.bodies(bodies, tx)).rows as StoredBody[]);
+        return new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
+      });
   const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)));
   return { created, existing: others.length === 0 ? new Map<string, KnownRow>() : await knownByKey(db, others) };
+}
+
+/**
+ * The batch's one statement (newEventsWithBodiesInsert). A payload stored with another size fails it
+ * whole, and the error names the event: it becomes that event's RecordNotStoredError.
+ */
+async function insertTogether(db: Kysely<InboxDatabase>, together: NonNullable<NewEventsInsert['together']>, unique: RecordRequest[]): Promise<Map<string, number>> {
+  try {
+    const { rows } = await together(unique.map(newEventWithBody), db);
+    return new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
+  } catch (error) {
+    throw payloadNotWhole(error, unique) ?? error;
+  }
+}
+
+/** The RecordNotStoredError that WHOLE_PAYLOAD_FUNCTION's error stands for, or null for any other error. */
+function payloadNotWhole(error: unknown, requests: RecordRequest[]): RecordNotStoredError | null {
+  const { code, detail } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; detail?: unknown };
+  if (code !== PAYLOAD_NOT_WHOLE_STATE || typeof detail !== 'string') return null;
+  const { provider, event_id: eventId, stored } = JSON.parse(detail) as { provider: string; event_id: string; stored: number | null };
+  const request = requests.find(({ event }) => event.provider === provider && event.eventId === eventId);
+  return request ? incompleteError(request.event, stored ?? 0) : null;
 }
 
 /**
@@ -365,7 +478,7 @@ export class EventRecorder {
     this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
       db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
     );
-    this.insertNewEvents = newEventsInsert(ackDb);
+    this.insertNewEvents = newEventsInsert(ackDb, backend.recordsInOneStatement);
     this.insertNewBody = newBodiesInsert(ackDb, false);
     this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
       db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),

@@ -63,6 +63,7 @@ export const mysqlBackend: StoreBackend = {
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
+  recordsInOneStatement: false,
   // Processing ran no cheaper prepared on MariaDB, and mysql2 prepares a statement at first sight.
   prepareEverywhere: false,
 

@@ -122,6 +122,7 @@ export const postgresBackend: StoreBackend = {
   // Row locks let batches commit side by side, and concurrent commits share a WAL flush.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
+  recordsInOneStatement: true,
   // Processing's statements repeat per batch size, and planning each one again was a large part of
   // the server's CPU per event (docs/performance.md).
   prepareEverywhere: true,

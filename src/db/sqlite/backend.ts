@@ -165,6 +165,7 @@ export const sqliteBackend: StoreBackend = {
   // One writer at a time: a second batch would only wait for the first.
   maxConcurrentBatches: 1,
   lockingReads: false,
+  recordsInOneStatement: false,
   prepareEverywhere: false,
 
   connect(url) {

@@ -62,6 +62,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0022_one_status_index',
       '0023_fewer_event_indexes',
       '0024_event_bodies',
+      '0025_whole_payload_check',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

@@ -61,7 +61,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('every event has its body, byte for byte, once; webhook_events keeps no payload or headers', async () => {
-      assert.deepEqual(applied, ['0024_event_bodies']);
+      assert.deepEqual(applied.slice(0, 1), ['0024_event_bodies'], 'the migration ran, first of those after 0023');
       const events = await selectEventRows(store.db).orderBy('id').execute();
       assert.equal(events.length, EVENTS);
       for (const [i, event] of events.entries()) {

@@ -56,6 +56,7 @@ for (const backend of STORE_BACKENDS) {
         '0022_one_status_index',
         '0023_fewer_event_indexes',
         '0024_event_bodies',
+        '0025_whole_payload_check',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

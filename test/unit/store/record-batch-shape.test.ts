@@ -31,7 +31,7 @@ test("the largest record batch's statement is small enough to run prepared on My
     },
   });
   const event = (i: number) => ({ provider: 'stripe' as const, eventId: `evt_${i}`, eventType: 'charge.succeeded', payload: '{}', headers: {} });
-  const insert = newEventsInsert(db);
+  const insert = newEventsInsert(db, false);
   const requests = Array.from({ length: MAX_RECORD_BATCH }, (_, i) => ({ event: event(i), paymentId: null, receivedAt: '2026-12-02 00:00:00.000' }));
   await insert.events(requests.map(newEventRow));
   await insert.bodies(requests.map((request, i) => newBodyRow(i + 1, request.event)));
