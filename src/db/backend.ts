@@ -22,6 +22,11 @@ export interface StoreBackend {
    */
   readonly recordsInOneStatement: boolean;
   /**
+   * Whether an event recorded alone goes through RECORD_EVENT_PROCEDURE (MySQL, MariaDB): one round
+   * trip for the transaction that would otherwise take four (record.ts).
+   */
+  readonly recordsAloneInOneCall: boolean;
+  /**
    * Whether the store's general pool (processing, the outbox, operators' reads) runs its statements
    * prepared too, not only the acknowledgement path's. True where the server's parsing and planning
    * are a large part of processing's cost (PostgreSQL); docs/performance.md has the measurement.

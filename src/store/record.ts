@@ -1,9 +1,9 @@
-import { sql, type ExpressionBuilder, type Kysely, type QueryResult } from 'kysely';
+import { CompiledQuery, sql, type ExpressionBuilder, type Kysely } from 'kysely';
 import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
-import { compiledRowsStatement, compiledStatement, compiledValuesStatement } from '../db/compiled-statement.js';
-import { PAYLOAD_NOT_WHOLE_STATE, WHOLE_PAYLOAD_FUNCTION } from '../db/migrations.js';
+import { compiledRowsStatement, compiledValuesStatement } from '../db/compiled-statement.js';
+import { PAYLOAD_NOT_WHOLE_STATE, RECORD_EVENT_PROCEDURE, WHOLE_PAYLOAD_FUNCTION } from '../db/migrations.js';
 import { toDbTime } from '../db/schema.js';
 import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
@@ -201,7 +201,7 @@ export function newEventsInsert(db: Kysely<InboxDatabase>, oneStatement: boolean
       (db, source) => db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(source).returning(['id', 'provider', 'event_id']),
       ' union all ',
     ),
-    bodies: newBodiesInsert(db, true),
+    bodies: newBodiesInsert(db),
   };
 }
 
@@ -288,12 +288,14 @@ function newEventsWithBodiesInsert(db: Kysely<InboxDatabase>) {
 
 export type NewEventsInsert = ReturnType<typeof newEventsInsert>;
 
-/** The bodies' insert, compiled once; with `returning`, it answers each body's stored payload size. */
-function newBodiesInsert(db: Kysely<InboxDatabase>, returning: boolean) {
-  return compiledValuesStatement<NewBodyRow, Partial<StoredBody>, InboxDatabase>(db, (db, value) => {
-    const insert = db.insertInto('webhook_event_bodies').values({ event_row_id: value('event_row_id'), payload: value('payload'), headers: value('headers') });
-    return returning ? insert.returning(['event_row_id', storedPayloadBytes]) : insert;
-  });
+/** The bodies' insert, compiled once; it answers each body's stored payload size. */
+function newBodiesInsert(db: Kysely<InboxDatabase>) {
+  return compiledValuesStatement<NewBodyRow, StoredBody, InboxDatabase>(db, (db, value) =>
+    db
+      .insertInto('webhook_event_bodies')
+      .values({ event_row_id: value('event_row_id'), payload: value('payload'), headers: value('headers') })
+      .returning(['event_row_id', storedPayloadBytes]),
+  );
 }
 
 /**
@@ -340,7 +342,7 @@ async function insertReturning(db: Kysely<InboxDatabase>, insert: NewEventsInser
         const { rows } = await insert.events(unique.map(newEventRow), tx);
         if (rows.length === 0) return new Map<string, number>();
         const { bodies, events } = bodiesOf(unique, rows);
-        assertWhole(bodies, events, (await insert.bodies(bodies, tx)).rows as StoredBody[]);
+        assertWhole(bodies, events, (await insert.bodies(bodies, tx)).rows);
         return new Map(rows.map((row) => [eventKey(row.provider, row.event_id), Number(row.id)]));
       });
   const others = unique.map((r) => r.event).filter((event) => !created.has(eventKey(event.provider, event.eventId)));
@@ -434,11 +436,6 @@ function compare(a: VerifiedEvent, b: VerifiedEvent): number {
   return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
 }
 
-interface EventKey extends Record<string, unknown> {
-  provider: string;
-  event_id: string;
-}
-
 /**
  * The acknowledgement path's writer: deliveries are batched (one batch per connection of `ackDb` at a
  * time), a batch is one statement where the database has INSERT ... RETURNING, and an event a batch
@@ -449,13 +446,7 @@ export class EventRecorder {
   private readonly batcher: Batcher<RecordRequest, RecordResult>;
   /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
   private insertReturns: Promise<boolean> | undefined;
-  /** The statements every delivery may run, compiled once (see compiledStatement). */
-  private readonly insertNewEvent: (row: NewEventRow, runner: Kysely<InboxDatabase>) => Promise<QueryResult<unknown>>;
   private readonly insertNewEvents: NewEventsInsert;
-  private readonly insertNewBody: (rows: NewBodyRow[], runner: Kysely<InboxDatabase>) => Promise<QueryResult<unknown>>;
-  private readonly selectEventByKey: (key: EventKey) => Promise<QueryResult<{ id: number; status: EventStatus }>>;
-  private readonly selectArchivedByKey: (key: EventKey) => Promise<QueryResult<{ event_row_id: number }>>;
-  private readonly selectPayloadBytes: (row: { id: number }, runner: Kysely<InboxDatabase>) => Promise<QueryResult<{ payload_bytes: number | string }>>;
 
   /** @param recordBatches record batches running at once, one per connection of `ackDb`. */
   constructor(
@@ -475,20 +466,7 @@ export class EventRecorder {
       // each would insert the same key and wait for the other's row lock, its whole batch with it.
       coalesce: { keyOf: (request) => eventKey(request.event.provider, request.event.eventId), copy: (first) => ({ ...first, outcome: 'duplicate' }) },
     });
-    this.insertNewEvent = compiledStatement<NewEventRow, unknown, InboxDatabase>(ackDb, (db, value) =>
-      db.insertInto('webhook_events').orIgnore().columns(NEW_EVENT_COLUMNS).expression(newEventSource(db, value)),
-    );
     this.insertNewEvents = newEventsInsert(ackDb, backend.recordsInOneStatement);
-    this.insertNewBody = newBodiesInsert(ackDb, false);
-    this.selectEventByKey = compiledStatement<EventKey, { id: number; status: EventStatus }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('webhook_events').select(['id', 'status']).where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
-    this.selectArchivedByKey = compiledStatement<EventKey, { event_row_id: number }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('archived_event_keys').select('event_row_id').where('provider', '=', value('provider')).where('event_id', '=', value('event_id')),
-    );
-    this.selectPayloadBytes = compiledStatement<{ id: number }, { payload_bytes: number | string }, InboxDatabase>(ackDb, (db, value) =>
-      db.selectFrom('webhook_event_bodies').select(storedPayloadBytes).where('event_row_id', '=', value('id')),
-    );
   }
 
   /** Resolves once the batch that carries the event has committed. */
@@ -538,31 +516,39 @@ export class EventRecorder {
   }
 
   /**
-   * Where the database has RETURNING, the batch's statements for one row: they read the stored
-   * payload's size as they insert. Otherwise (MySQL) an INSERT IGNORE whose affected-row count tells
-   * new from duplicate, then the body and a read of its payload size, in one transaction.
+   * Through RECORD_EVENT_PROCEDURE where the store has it (one round trip), otherwise the batch's
+   * statements for one row.
    */
   private async insertOne(request: RecordRequest): Promise<RecordResult | null> {
-    if (await this.insertReturning()) return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
-    return this.insertOrFind(request);
+    if (this.backend.recordsAloneInOneCall) return recordByCall(this.ackDb, request);
+    return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
   }
+}
 
-  /** The event's result, or null when the database neither inserted its row nor has one for its key. */
-  private async insertOrFind(request: RecordRequest): Promise<RecordResult | null> {
-    const id = await this.ackDb.transaction().execute(async (tx) => {
-      const inserted = await this.insertNewEvent(newEventRow(request), tx);
-      if (inserted.numAffectedRows !== 1n || inserted.insertId === undefined) return null;
-      const body = newBodyRow(Number(inserted.insertId), request.event);
-      await this.insertNewBody([body], tx);
-      const storedBytes = Number((await this.selectPayloadBytes({ id: body.event_row_id }, tx)).rows[0]?.payload_bytes ?? 0);
-      if (storedBytes !== Buffer.byteLength(body.payload)) throw incompleteError(request.event, storedBytes);
-      return body.event_row_id;
-    });
-    if (id !== null) return { outcome: 'recorded', id, status: 'received' };
-    const key = { provider: request.event.provider, event_id: request.event.eventId };
-    const existing = (await this.selectEventByKey(key)).rows[0];
-    if (existing) return { outcome: 'duplicate', id: existing.id, status: existing.status };
-    const archived = (await this.selectArchivedByKey(key)).rows[0];
-    return archived ? { outcome: 'duplicate', id: Number(archived.event_row_id), status: 'processed' } : null;
-  }
+/** The row RECORD_EVENT_PROCEDURE answers. */
+interface RecordedByCall {
+  id: number | string;
+  outcome: 'recorded' | 'duplicate' | 'incomplete';
+  status: EventStatus;
+  stored_bytes: number | string | null;
+}
+
+const RECORD_EVENT_CALL = `call ${RECORD_EVENT_PROCEDURE}(?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/**
+ * One event, one call: the procedure inserts its row and body in a transaction of its own (migration
+ * 0026), or answers the row or archived key that made it a duplicate, or nothing when the database
+ * neither inserted the row nor holds one (RecordNotStoredError). A payload stored with another size
+ * was rolled back there, and is refused here.
+ */
+async function recordByCall(db: Kysely<InboxDatabase>, request: RecordRequest): Promise<RecordResult | null> {
+  const row = newEventRow(request);
+  const body = bodyOf(request.event);
+  const parameters = [row.provider, row.event_id, row.event_type, row.created_at, row.payment_id, row.source, body.payload, body.headers, Buffer.byteLength(body.payload)];
+  // A CALL answers its result sets and then its status: mysql2 gives them as one array.
+  const { rows } = await db.executeQuery<unknown>(CompiledQuery.raw(RECORD_EVENT_CALL, parameters));
+  const answer = (rows[0] as RecordedByCall[] | undefined)?.[0];
+  if (!answer) return null;
+  if (answer.outcome === 'incomplete') throw incompleteError(request.event, Number(answer.stored_bytes));
+  return { outcome: answer.outcome, id: Number(answer.id), status: answer.status };
 }

@@ -64,6 +64,7 @@ export const mysqlBackend: StoreBackend = {
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
   recordsInOneStatement: false,
+  recordsAloneInOneCall: true,
   // Processing ran no cheaper prepared on MariaDB, and mysql2 prepares a statement at first sight.
   prepareEverywhere: false,
 

@@ -123,6 +123,7 @@ export const postgresBackend: StoreBackend = {
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
   recordsInOneStatement: true,
+  recordsAloneInOneCall: false,
   // Processing's statements repeat per batch size, and planning each one again was a large part of
   // the server's CPU per event (docs/performance.md).
   prepareEverywhere: true,

@@ -166,6 +166,7 @@ export const sqliteBackend: StoreBackend = {
   maxConcurrentBatches: 1,
   lockingReads: false,
   recordsInOneStatement: false,
+  recordsAloneInOneCall: false,
   prepareEverywhere: false,
 
   connect(url) {

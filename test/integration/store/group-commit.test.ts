@@ -13,6 +13,7 @@ import { hasInsertReturning, mysqlBackend } from '../../../src/db/mysql/backend.
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
+import { RECORD_EVENT_PROCEDURE } from '../../../src/db/migrations.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
@@ -151,6 +152,82 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       } finally {
         await sql`drop trigger drop_first_insert`.execute(store.db);
         await sql`drop table dropped_once`.execute(store.db);
+      }
+    });
+  }
+
+  if (suite.backend === 'mysql') {
+    test('an event alone is recorded by one call of the procedure (migration 0026): its row and body, or the row or archived key it duplicates', async () => {
+      const call = async (eventId: string, payload = '{"id":1}') =>
+        (
+          await sql<{
+            id: number;
+            outcome: string;
+            status: string;
+            stored_bytes: number | null;
+          }>`call ${sql.raw(RECORD_EVENT_PROCEDURE)}(${'razorpay'}, ${eventId}, ${'payment.captured'}, ${toDbTime(clock.now())}, ${null}, ${'delivery'}, ${payload}, ${'{}'}, ${Buffer.byteLength(payload)})`.execute(
+            store.db,
+          )
+        ).rows as unknown as [Array<{ id: number; outcome: string; status: string; stored_bytes: number | null }>];
+      const [[recorded]] = await call('proc_new', '{"name":"\u00e9t\u00e9 \u{1F600}"}');
+      assert.equal(recorded?.outcome, 'recorded');
+      assert.equal(recorded.stored_bytes, Buffer.byteLength('{"name":"\u00e9t\u00e9 \u{1F600}"}'), 'multi-byte text stored whole');
+      const row = await selectEventRows(store.db).where('event_id', '=', 'proc_new').executeTakeFirstOrThrow();
+      assert.deepEqual([row.id, row.status, row.payload, row.attempts], [Number(recorded.id), 'received', '{"name":"\u00e9t\u00e9 \u{1F600}"}', 0]);
+      const byNumber = (rows: Array<{ id: number }>) => rows.map((answer) => ({ ...answer, id: Number(answer.id) }));
+      assert.deepEqual(
+        byNumber((await call('proc_new'))[0]),
+        [{ id: row.id, outcome: 'duplicate', status: 'received', stored_bytes: null, archived: 0 }],
+        'a stored event: its row',
+      );
+      assert.deepEqual((await call('PROC_NEW'))[0][0]?.outcome, 'recorded', 'keys compare byte for byte');
+      const now = toDbTime(clock.now());
+      await store.db
+        .insertInto('archived_event_keys')
+        .values({ provider: 'razorpay', event_id: 'proc_archived', event_row_id: 424_242, event_created_at: now, archive_file: 'archive-1.jsonl.gz', archived_at: now })
+        .execute();
+      assert.deepEqual(
+        byNumber((await call('proc_archived'))[0]),
+        [{ id: 424_242, outcome: 'duplicate', status: 'processed', stored_bytes: null, archived: 1 }],
+        'an archived key: its row id',
+      );
+      assert.equal(await store.findEvent('razorpay', 'proc_archived'), null);
+    });
+
+    test('a payload stored with another size by the procedure is rolled back there and refused, row and body; the store still records the next event', async () => {
+      await sql`create trigger cut_call_payload before insert on webhook_event_bodies for each row begin
+        if new.payload like '%cut\_call%' then set new.payload = left(new.payload, 5); end if;
+      end`.execute(store.db);
+      try {
+        await assert.rejects(store.record(verified('cut_call')), (error) => {
+          assert.ok(error instanceof RecordNotStoredError, String(error));
+          assert.match(error.message, /razorpay\/cut_call: the database stored 5 of its \d+ payload bytes; not acknowledged/);
+          return true;
+        });
+        assert.equal(await store.findEvent('razorpay', 'cut_call'), null, 'no row');
+        const orphans = await sql<{
+          n: number;
+        }>`select count(*) as n from webhook_event_bodies b where not exists (select 1 from webhook_events e where e.id = b.event_row_id)`.execute(store.db);
+        assert.equal(Number(orphans.rows[0]!.n), 0, 'no body without its event');
+        assert.equal((await store.record(verified('recorded_after_the_cut'))).outcome, 'recorded');
+      } finally {
+        await sql`drop trigger cut_call_payload`.execute(store.db);
+      }
+    });
+
+    test('the store records an event alone through the procedure: without it, the event is not acknowledged', async () => {
+      const own = await createTestDatabase('mysql');
+      assert.ok(!('skip' in own), 'MariaDB runs where this suite does');
+      const recording = openStore(own.url, { poolSize: 1, clock });
+      try {
+        await recording.migrate();
+        assert.equal((await recording.record(verified('via_call'))).outcome, 'recorded');
+        await sql`drop procedure ${sql.raw(RECORD_EVENT_PROCEDURE)}`.execute(recording.db);
+        await assert.rejects(recording.record(verified('without_call')), /webhook_inbox_record_event/);
+        assert.equal(await recording.findEvent('razorpay', 'without_call'), null);
+      } finally {
+        await recording.close();
+        await own.drop();
       }
     });
   }

@@ -57,6 +57,7 @@ for (const backend of STORE_BACKENDS) {
         '0023_fewer_event_indexes',
         '0024_event_bodies',
         '0025_whole_payload_check',
+        '0026_record_event_procedure',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
