@@ -8,6 +8,7 @@ import { CAPACITY_LIMITS, type CapacityTrial } from './capacity.js';
 import { latencyChart } from './chart.js';
 import type { ProcessingStats } from './database.js';
 import type { HostPressure } from './host-pressure.js';
+import type { DatabaseCalls } from './server-status.js';
 import type { LoadResult } from './load-generator.js';
 import type { BenchSettings } from './settings.js';
 import { median, round, type Percentiles } from './stats.js';
@@ -22,6 +23,11 @@ export interface Step {
   serviceCpuMsPerAck: number | null;
   /** CPU of the database server during the load, per acknowledgement (ms); null when it is not on this machine. */
   databaseCpuMsPerAck: number | null;
+  /**
+   * What the database server was asked during the load, per acknowledgement (processing done in the
+   * same window included); null for a target without a database server.
+   */
+  databaseCalls: DatabaseCalls | null;
   /** Null for the baseline, which does not process. */
   processing: ProcessingStats | null;
   /** The host's CPU and I/O stalls while the load ran; null where the kernel does not report them. */

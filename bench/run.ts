@@ -22,6 +22,7 @@ import {
   type Step,
   type TargetRun,
 } from './report.js';
+import { databaseCallsPer, readServerCounters } from './server-status.js';
 import { parseSettings, type BenchSettings } from './settings.js';
 import { buildService, processes, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
@@ -80,6 +81,9 @@ async function measuredStep(
   seconds: number,
   rate?: number,
 ): Promise<Step> {
+  // The counters of a database server (not SQLite's file), unless the target runs without one.
+  const counted = !spec.noDatabase && !database.url.startsWith('sqlite:');
+  const countersBefore = counted ? await readServerCounters(database.url) : null;
   const serviceBefore = target.cpuSeconds();
   const databaseBefore = await database.serverCpuSeconds();
   const pressure = measureHostPressure();
@@ -90,13 +94,15 @@ async function measuredStep(
     before === null || after === null || result.acks === 0 ? null : Math.round(((after - before) * 1e6) / result.acks) / 1000;
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
   const databaseCpuMsPerAck = perAck(databaseBefore, await database.serverCpuSeconds());
-  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, processing: null, hostPressure };
+  const databaseCalls = countersBefore ? databaseCallsPer(countersBefore, await readServerCounters(database.url), result.acks) : null;
+  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, databaseCalls, processing: null, hostPressure };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
   return {
     load: result,
     serviceCpuMsPerAck,
     databaseCpuMsPerAck,
+    databaseCalls,
     processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null),
     hostPressure,
   };
@@ -130,7 +136,8 @@ function describeStep(spec: TargetSpec, step: Step): string {
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
   const pressure = step.hostPressure ? `, host stalls: CPU ${step.hostPressure.cpuMsPerSec} / I/O ${step.hostPressure.ioMsPerSec} ms/s` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  const calls = step.databaseCalls ? `, ${step.databaseCalls.roundTripsPerAck ?? '—'} database round trips and ${step.databaseCalls.commitsPerAck} commits/ack` : '';
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${calls}${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */

@@ -21,6 +21,18 @@ import { round } from './stats.js';
  */
 export type ServerCounters = Record<string, number>;
 
+/** A database server's work per acknowledgement, from its counters (bench/server-status.ts). */
+export interface DatabaseCalls {
+  /**
+   * Statements its clients sent, each a round trip: MariaDB's `Questions` (a CALL is one, the
+   * statements it runs are not counted), PostgreSQL's pg_stat_statements calls; null where the
+   * server does not count them (PostgreSQL without that extension).
+   */
+  roundTripsPerAck: number | null;
+  /** Transactions committed, autocommitted statements included. */
+  commitsPerAck: number;
+}
+
 const COUNTED = /^(Com_|Handler_|Innodb_rows_|Innodb_os_log_written$|Questions$)/;
 
 /** The counters of the server `databaseUrl` points at (MariaDB/MySQL or PostgreSQL, by its scheme). */
@@ -103,5 +115,20 @@ export function headline(perEvent: ServerCounters): { statements: number; rowWri
     rowWrites: sum(/^(Handler_(write|update|delete)|pg_tup_(inserted|updated|deleted))$/),
     rowReads: sum(/^(Handler_read_.*|pg_tup_fetched)$/),
     commits: sum(/^(Handler_commit|pg_xact_commit)$/),
+  };
+}
+
+/**
+ * Round trips and commits per acknowledgement between two readings of one server's counters (see
+ * DatabaseCalls); a reading's own statement is one among thousands, and stays in.
+ */
+export function databaseCallsPer(before: ServerCounters, after: ServerCounters, acks: number): DatabaseCalls | null {
+  if (acks === 0) return null;
+  const delta = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+  const mysql = 'Questions' in after;
+  const roundTrips = mysql ? delta('Questions') : 'pg_statements' in after ? delta('pg_statements') : null;
+  return {
+    roundTripsPerAck: roundTrips === null ? null : round(roundTrips / acks),
+    commitsPerAck: round(delta(mysql ? 'Handler_commit' : 'pg_xact_commit') / acks),
   };
 }

@@ -26,6 +26,7 @@ const step = (acksPerSec: number, cpuMsPerAck = 0.2): Step => ({
   load: load(acksPerSec),
   serviceCpuMsPerAck: cpuMsPerAck,
   databaseCpuMsPerAck: cpuMsPerAck,
+  databaseCalls: null,
   processing: null,
   hostPressure: null,
 });

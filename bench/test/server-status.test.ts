@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countersOf, countersPer, headline, postgresCountersOf } from '../server-status.js';
+import { countersOf, countersPer, databaseCallsPer, headline, postgresCountersOf } from '../server-status.js';
 import { statementShape } from '../statement-probe.mjs';
 
 describe('server counters per event', () => {
@@ -27,6 +27,21 @@ describe('server counters per event', () => {
     assert.deepEqual(perEvent, { Com_insert: 1, Com_update: 2, Handler_write: 3, Handler_update: 2, Handler_read_key: 5, Handler_commit: 1, Com_stmt_execute: 3 });
     // Prepared executions also count under their own Com_<kind>: not counted twice.
     assert.deepEqual(headline(perEvent), { statements: 3, rowWrites: 5, rowReads: 5, commits: 1 });
+  });
+});
+
+describe('database round trips and commits per acknowledgement', () => {
+  test("MariaDB: its clients' statements (Questions) and Handler_commit, over the acknowledgements", () => {
+    assert.deepEqual(databaseCallsPer({ Questions: 1000, Handler_commit: 50 }, { Questions: 3600, Handler_commit: 1050 }, 1000), { roundTripsPerAck: 2.6, commitsPerAck: 1 });
+  });
+
+  test('PostgreSQL: pg_stat_statements calls where the extension counts them, and commits either way', () => {
+    assert.deepEqual(databaseCallsPer({ pg_xact_commit: 10, pg_statements: 0 }, { pg_xact_commit: 410, pg_statements: 800 }, 400), { roundTripsPerAck: 2, commitsPerAck: 1 });
+    assert.deepEqual(databaseCallsPer({ pg_xact_commit: 10 }, { pg_xact_commit: 210 }, 400), { roundTripsPerAck: null, commitsPerAck: 0.5 });
+  });
+
+  test('nothing acknowledged: no figure per acknowledgement', () => {
+    assert.equal(databaseCallsPer({ Questions: 1 }, { Questions: 9 }, 0), null);
   });
 });
 

@@ -125,6 +125,11 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
       assert.ok(byRank[0]! > 0 && byRank[1]! > 0, `${run.target}: payments' first and second events measured apart (${byRank.join(', ')})`);
       assert.ok(byRank.reduce((a, b) => a + b) <= run.sustained!.processing!.lagMs.count, 'events about no payment are in no rank');
     }
+    for (const run of results.runs) {
+      const calls = run.saturation.databaseCalls;
+      if (run.target === 'ceiling') assert.equal(calls, null, 'the ceiling has no database to count');
+      else assert.ok(calls!.roundTripsPerAck! > 0 && calls!.commitsPerAck > 0, `${run.target}: MariaDB's round trips and commits per ack are counted (${JSON.stringify(calls)})`);
+    }
     const [baseline, ceiling, background] = results.summary.targets;
     for (const target of [baseline!, background!]) assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: MariaDB's CPU per ack is measured (it runs on this machine)`);
     assert.ok(ceiling!.ackRatio! > 0 && background!.ackRatio! > 0, 'quoted as a ratio to the baseline');
