@@ -136,7 +136,8 @@ function describeStep(spec: TargetSpec, step: Step): string {
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
   const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
   const pressure = step.hostPressure ? `, host stalls: CPU ${step.hostPressure.cpuMsPerSec} / I/O ${step.hostPressure.ioMsPerSec} ms/s` : '';
-  const calls = step.databaseCalls ? `, ${step.databaseCalls.roundTripsPerAck ?? '—'} database round trips and ${step.databaseCalls.commitsPerAck} commits/ack` : '';
+  const commits = step.databaseCalls?.commitsPerAck == null ? '' : `, ${step.databaseCalls.commitsPerAck} commits`;
+  const calls = step.databaseCalls ? `, database round trips ${step.databaseCalls.roundTripsPerAck ?? '—'}${commits} per ack` : '';
   return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${calls}${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 

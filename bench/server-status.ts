@@ -29,8 +29,12 @@ export interface DatabaseCalls {
    * server does not count them (PostgreSQL without that extension).
    */
   roundTripsPerAck: number | null;
-  /** Transactions committed, autocommitted statements included. */
-  commitsPerAck: number;
+  /**
+   * Transactions committed, autocommitted and read-only ones included: PostgreSQL's xact_commit.
+   * Null on MariaDB, whose Handler_commit also counts the commit of each statement inside a
+   * transaction or a procedure, which makes it no count of transactions.
+   */
+  commitsPerAck: number | null;
 }
 
 const COUNTED = /^(Com_|Handler_|Innodb_rows_|Innodb_os_log_written$|Questions$)/;
@@ -129,6 +133,6 @@ export function databaseCallsPer(before: ServerCounters, after: ServerCounters, 
   const roundTrips = mysql ? delta('Questions') : 'pg_statements' in after ? delta('pg_statements') : null;
   return {
     roundTripsPerAck: roundTrips === null ? null : round(roundTrips / acks),
-    commitsPerAck: round(delta(mysql ? 'Handler_commit' : 'pg_xact_commit') / acks),
+    commitsPerAck: mysql ? null : round(delta('pg_xact_commit') / acks),
   };
 }

@@ -128,7 +128,7 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
     for (const run of results.runs) {
       const calls = run.saturation.databaseCalls;
       if (run.target === 'ceiling') assert.equal(calls, null, 'the ceiling has no database to count');
-      else assert.ok(calls!.roundTripsPerAck! > 0 && calls!.commitsPerAck > 0, `${run.target}: MariaDB's round trips and commits per ack are counted (${JSON.stringify(calls)})`);
+      else assert.ok(calls!.roundTripsPerAck! > 0, `${run.target}: MariaDB's round trips per ack are counted (${JSON.stringify(calls)})`);
     }
     const [baseline, ceiling, background] = results.summary.targets;
     for (const target of [baseline!, background!]) assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: MariaDB's CPU per ack is measured (it runs on this machine)`);
@@ -207,6 +207,7 @@ describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') 
       assert.equal(target.non2xx, 0, `${target.target}: every signed delivery got a 2xx`);
       assert.ok(target.databaseCpuMsPerAck! > 0, `${target.target}: PostgreSQL's CPU per ack is measured (it runs on this machine)`);
     }
+    for (const run of results.runs) assert.ok(run.saturation.databaseCalls!.commitsPerAck! > 0, `${run.target}: PostgreSQL's commits per ack are counted`);
     const saturation = (name: string) => results.runs.find((r) => r.target === name)!.saturation.load.acksPerSec;
     const background = targets.find((t) => t.target === 'pg-background')!;
     assert.equal(background.ackRatio, Math.round((saturation('pg-background') / saturation('pg-baseline')) * 1000) / 1000, 'against the PostgreSQL baseline');
