@@ -13,9 +13,10 @@ import type { DatabaseErrors } from './database-errors.js';
 import type { RecordResult } from './inbox-store.js';
 
 /**
- * Recording deliveries: group commit (see Batcher), so concurrent deliveries are recorded by one
- * transaction, a multi-row insert of their events and one of their bodies, and share a commit (and its
- * log flush); an acknowledgement is given only for a payload the database stored whole.
+ * Recording deliveries: group commit (see Batcher), so concurrent deliveries are recorded together, a
+ * multi-row insert of their events and one of their bodies (one statement on PostgreSQL, a
+ * transaction elsewhere), and share a commit (and its log flush); an event alone on MySQL and MariaDB
+ * is one call of a procedure. An acknowledgement is given only for a payload the database stored whole.
  */
 
 /** Inserts of one event whose row the database dropped (RecordNotStoredError): each takes a new id. */
@@ -406,7 +407,8 @@ function storedBodies(db: Kysely<InboxDatabase>, ids: number[]): Promise<StoredB
 
 /**
  * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
- * MariaDB, PostgreSQL, SQLite) a batch is a transaction of two statements, three with duplicates.
+ * MariaDB, PostgreSQL, SQLite) a batch is a transaction of two statements (one statement where
+`insert.together` is set: PostgreSQL), and one more read with duplicates.
  * Within the batch, the first request for an event records it; the others are its duplicates. An
  * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered
  * null, for the caller to record alone; the batch's other answers stand. A payload not stored whole
@@ -438,13 +440,13 @@ function compare(a: VerifiedEvent, b: VerifiedEvent): number {
 
 /**
  * The acknowledgement path's writer: deliveries are batched (one batch per connection of `ackDb` at a
- * time), a batch is one statement where the database has INSERT ... RETURNING, and an event a batch
- * could not settle is recorded alone. `ackDb` serves this path alone, so a delivery's insert never
+ * time), a batch is one or two statements where the database has INSERT ... RETURNING (see
+ * recordBatch), and an event a batch could not settle, or that comes alone, is recorded alone. `ackDb` serves this path alone, so a delivery's insert never
  * queues behind processing statements for a pooled connection.
  */
 export class EventRecorder {
   private readonly batcher: Batcher<RecordRequest, RecordResult>;
-  /** Whether the database has INSERT ... RETURNING, which makes a record batch one statement. */
+  /** Whether the database has INSERT ... RETURNING, which spares a record batch the read before its insert. */
   private insertReturns: Promise<boolean> | undefined;
   private readonly insertNewEvents: NewEventsInsert;
 
