@@ -19,6 +19,8 @@ import { opsRoutes } from './http/ops-routes.js';
 import { echoRequestId, requestId } from './http/request-id.js';
 import { httpServerOptions, routeEveryMethod } from './http/server-options.js';
 import { webhookRoutes } from './http/webhook-routes.js';
+import { WebhookListener } from './http/webhook-listener.js';
+import type { RejectedDelivery } from './http/delivery-answer.js';
 import { Inbox } from './inbox.js';
 import { scheduleOperations } from './ops/schedule.js';
 import { createLogger } from './observability/logger.js';
@@ -147,6 +149,14 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
 
 /** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */
 export async function createServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
+  const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
+  const webhookOptions = {
+    inbox,
+    bodyLimitBytes: config.bodyLimitBytes,
+    payuBodyLimitBytes: config.payuBodyLimitBytes,
+    onRejected: stats ? (rejection: RejectedDelivery) => stats.rejected(rejection) : undefined,
+  };
+  const webhooks = new WebhookListener({ ...webhookOptions, trustProxy: config.trustProxy });
   const app = Fastify({
     // Typed as fastify's own logger, so the instance's type is the plain FastifyInstance that routes expect.
     // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it changes the inferred instance type
@@ -155,20 +165,16 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     genReqId: requestId,
     // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
     logController: new LogController({ disableRequestLogging: true }),
-    ...httpServerOptions(config.http),
+    ...httpServerOptions(config.http, (fastifyHandler) => webhooks.in(fastifyHandler)),
     // Only these proxies' X-Forwarded-For and -Proto are believed (the client's address, https).
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
   });
   routeEveryMethod(app);
   installErrorHandling(app);
   echoRequestId(app);
-  const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
-  await app.register(webhookRoutes, {
-    inbox,
-    bodyLimitBytes: config.bodyLimitBytes,
-    payuBodyLimitBytes: config.payuBodyLimitBytes,
-    onRejected: stats ? (rejection) => stats.rejected(rejection) : undefined,
-  });
+  // The deliveries the listener passes on, and every request made with app.inject().
+  await app.register(webhookRoutes, webhookOptions);
+  app.addHook('preClose', () => webhooks.close());
   await app.register(opsRoutes, { inbox });
   const dashboard = config.admin ? new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck) : null;
   if (config.admin && dashboard) {

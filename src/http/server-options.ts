@@ -1,4 +1,4 @@
-import { METHODS, STATUS_CODES, type ServerOptions } from 'node:http';
+import { createServer, METHODS, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { HttpSettings } from '../config/settings.js';
@@ -10,16 +10,27 @@ import type { HttpSettings } from '../config/settings.js';
 const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
 /**
- * The server side of the HTTP settings. Providers send small bodies quickly, so a request still
- * incomplete after its timeout is a stalled or hostile client, and holds a connection for nothing.
- * The timeouts bound receiving a request only: the answer may take its time (RECORD_TIMEOUT_MS,
- * inline processing). Fastify's own default turns Node's request timeout off.
+ * The server side of the HTTP settings, and the server itself: `first` sees each request before
+ * fastify's handler and passes on what it does not answer (the webhook deliveries' listener).
+ * Providers send small bodies quickly, so a request still incomplete after its timeout is a stalled
+ * or hostile client, and holds a connection for nothing. The timeouts bound receiving a request
+ * only: the answer may take its time (RECORD_TIMEOUT_MS, inline processing). Fastify's own default
+ * turns Node's request timeout off.
  */
-export function httpServerOptions(settings: HttpSettings): Pick<FastifyServerOptions, 'requestTimeout' | 'keepAliveTimeout' | 'clientErrorHandler'> & { http: ServerOptions } {
+export function httpServerOptions(
+  settings: HttpSettings,
+  first: (fastifyHandler: RequestListener) => RequestListener,
+): Pick<FastifyServerOptions, 'requestTimeout' | 'keepAliveTimeout' | 'clientErrorHandler'> & { serverFactory: (handler: RequestListener) => Server } {
   return {
+    // Fastify reads these two for its own checks; the server they apply to is made below.
     requestTimeout: settings.requestTimeoutMs,
     keepAliveTimeout: settings.idleTimeoutMs,
-    http: { headersTimeout: settings.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS },
+    serverFactory: (handler) => {
+      const server = createServer({ headersTimeout: settings.headersTimeoutMs, connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS }, first(handler));
+      server.requestTimeout = settings.requestTimeoutMs;
+      server.keepAliveTimeout = settings.idleTimeoutMs;
+      return server;
+    },
     clientErrorHandler: answerClientError,
   };
 }

@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import { describeError, InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { deliveryResult } from '../observability/metrics.js';
-import { payuMediaType } from '../providers/payu/verify.js';
 import { isProviderName, PROVIDER_NAMES, type ProviderName } from '../model/delivery.js';
+import { receiveDelivery, refuseBeforeBody, reportAnswered, type DeliveryVerdict, type RejectedDelivery } from './delivery-answer.js';
 import { errorCode } from './errors.js';
 
 declare module 'fastify' {
@@ -11,15 +11,6 @@ declare module 'fastify' {
     /** The provider a webhook route receives for. */
     provider?: ProviderName;
   }
-}
-
-/** A refused delivery as the admin's "rejected deliveries" keeps it: never its body or signature. */
-export interface RejectedDelivery {
-  provider: string;
-  statusCode: number;
-  reason: string;
-  remoteAddress: string | null;
-  bodyBytes: number | null;
 }
 
 export interface WebhookRoutesOptions {
@@ -45,6 +36,11 @@ export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
  */
 const DRAINED_BODY_BYTES = 8 * 1024 * 1024;
 
+/** The largest body a delivery to `provider` may have; 413 beyond. */
+export function bodyLimitOf(provider: ProviderName, limits: Pick<WebhookRoutesOptions, 'bodyLimitBytes' | 'payuBodyLimitBytes'>): number {
+  return provider === 'payu' ? (limits.payuBodyLimitBytes ?? DEFAULT_PAYU_BODY_LIMIT_BYTES) : limits.bodyLimitBytes;
+}
+
 /**
  * POST /webhooks/:provider for every provider, through one pipeline. Bodies reach the verifier as the
  * exact bytes received, whatever their content type; nothing parses them before the signature check
@@ -52,34 +48,28 @@ const DRAINED_BODY_BYTES = 8 * 1024 * 1024;
  * refused before it is read: an unknown provider (404), one not configured (503), a PayU media type
  * it never posts (415). Any other method is a 405.
  */
-export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, { inbox, bodyLimitBytes, payuBodyLimitBytes = DEFAULT_PAYU_BODY_LIMIT_BYTES, onRejected }) => {
-  const bodyLimits: Record<ProviderName, number> = { stripe: bodyLimitBytes, razorpay: bodyLimitBytes, payu: payuBodyLimitBytes };
+export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (app, options) => {
+  const { inbox, bodyLimitBytes, onRejected } = options;
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: bodyLimitBytes }, (_request, body, done) => done(null, body));
   readAnyMediaType(app);
 
-  // One log line per delivery, written when the answer has gone out: what came in, how it was
-  // answered and how long it took. Never the body or a signature.
-  const answers = new WeakMap<FastifyRequest, { eventId?: string; outcome?: string; error?: string; reason?: string }>();
+  // One log line per delivery once its answer has gone out (reportAnswered).
+  const verdicts = new WeakMap<FastifyRequest, DeliveryVerdict>();
   app.addHook('onError', async (request, _reply, error) => {
-    answers.set(request, { error: errorCode(error), reason: describeError(error) });
+    verdicts.set(request, { error: errorCode(error), reason: describeError(error) });
     // Refused before the inbox saw it (e.g. too large): counted here, as the inbox could not.
     if (!(error instanceof InboxError) && (error.statusCode ?? 500) < 500) inbox.metrics.deliveryAnswered(providerOf(request), 'bad_request', 0);
   });
   app.addHook('onResponse', async (request, reply) => {
-    const fields = { provider: providerOf(request), ...answers.get(request), statusCode: reply.statusCode, ackMs: Math.round(reply.elapsedTime * 100) / 100 };
-    if (reply.statusCode === 200) request.log.info(fields, 'delivery acknowledged');
-    else {
-      request.log[reply.statusCode >= 500 ? 'warn' : 'info'](fields, 'delivery rejected');
-      const length = Number(request.headers['content-length']);
-      onRejected?.({
-        provider: fields.provider,
-        statusCode: reply.statusCode,
-        reason: fields.reason ?? fields.error ?? `answered ${reply.statusCode}`,
-        remoteAddress: request.ip ?? null,
-        bodyBytes: Number.isSafeInteger(length) ? length : null,
-      });
-    }
+    reportAnswered(request.log, onRejected, {
+      provider: providerOf(request),
+      statusCode: reply.statusCode,
+      verdict: verdicts.get(request),
+      ackMs: reply.elapsedTime,
+      remoteAddress: request.ip ?? null,
+      declaredLength: request.headers['content-length'],
+    });
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     if (reply.statusCode === 413 && Number(request.headers['content-length'] ?? 0) <= DRAINED_BODY_BYTES) reply.removeHeader('connection');
@@ -94,19 +84,18 @@ export const webhookRoutes: FastifyPluginAsync<WebhookRoutesOptions> = async (ap
 
   async function receive(request: FastifyRequest, reply: FastifyReply) {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const received = await inbox.verifyAndReceive(providerOf(request), { headers: request.headers, body, receivedAt: inbox.clock.now() });
-    answers.set(request, { eventId: received.eventId, outcome: received.outcome });
-    return reply.code(200).send({ received: true, ...received });
+    const { answer, verdict } = await receiveDelivery(inbox, providerOf(request), { headers: request.headers, body }, request.log);
+    verdicts.set(request, verdict);
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
   }
 
   for (const provider of PROVIDER_NAMES) {
     app.post(`/webhooks/${provider}`, {
-      bodyLimit: bodyLimits[provider],
+      bodyLimit: bodyLimitOf(provider, options),
       config: { provider },
       onRequest: async (request) => {
         try {
-          inbox.providers.verifier(provider);
-          if (provider === 'payu') payuMediaType(request.headers);
+          refuseBeforeBody(inbox, provider, request.headers);
         } catch (error) {
           if (error instanceof InboxError) refuse(provider, error);
           throw error;
