@@ -43,6 +43,21 @@ export function razorpayDelivery(event: object | string, eventId: string, option
   };
 }
 
+/** The fields of a successful PayU callback for transaction `txnid` (unsigned: see payuDelivery). */
+export function payuSuccessFields(txnid: string): Record<string, string> {
+  return {
+    mihpayid: `m_${txnid}`,
+    status: 'success',
+    txnid,
+    amount: '99.00',
+    productinfo: 'Course',
+    firstname: 'Asha',
+    email: 'asha@example.com',
+    udf1: 'u1',
+    udf2: 'c1',
+  };
+}
+
 /** Builds a PayU form post from fields, adding the reverse hash (SALT|status||||||udf5..udf1|...|key). */
 export function payuDelivery(fields: Record<string, string>): SignedDelivery {
   const f = (name: string) => fields[name] ?? '';

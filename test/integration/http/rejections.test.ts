@@ -3,24 +3,14 @@ import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
-import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
+import { payuDelivery, payuSuccessFields, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
 
 const validStripe = () => stripeDelivery(stripePaymentEvent('evt_valid_after_abuse', 'payment_intent.succeeded', 'pi_valid_after_abuse'));
 const without = (delivery: Delivery, header: string): Delivery => ({
   ...delivery,
   headers: Object.fromEntries(Object.entries(delivery.headers).filter(([name]) => name !== header)),
 });
-const payuFields = {
-  mihpayid: '7000001',
-  status: 'success',
-  txnid: 'T7000001',
-  amount: '99.00',
-  productinfo: 'Course',
-  firstname: 'Asha',
-  email: 'asha@example.com',
-  udf1: 'u1',
-  udf2: 'c1',
-};
+const payuFields = payuSuccessFields('T7000001');
 
 /** Each case: a request that must be refused with `status` and `error`, writing nothing at all. */
 const CASES: Array<{ name: string; status: number; error: string; request: () => Delivery & { path?: string } }> = [

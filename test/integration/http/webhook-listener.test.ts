@@ -8,7 +8,7 @@ import { createApp } from '../../../src/app.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { testConfig } from '../../support/harness.js';
 import { rawExchange } from '../../support/raw-http.js';
-import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
+import { payuDelivery, payuSuccessFields, razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
 
 /**
  * The server's own listener answers well-formed webhook deliveries before fastify, and passes the rest
@@ -17,18 +17,6 @@ import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent, typ
  */
 
 type LogLine = Record<string, unknown> & { msg: string };
-
-const payuFields = (txnid: string) => ({
-  mihpayid: `m_${txnid}`,
-  status: 'success',
-  txnid,
-  amount: '99.00',
-  productinfo: 'Course',
-  firstname: 'Asha',
-  email: 'asha@example.com',
-  udf1: 'u1',
-  udf2: 'c1',
-});
 
 /** Each case is built twice, with a different key, so the HTTP answer and inject's are for distinct events. */
 const CASES: Array<{ name: string; delivery: (key: string) => Delivery & { method?: string; path?: string } }> = [
@@ -40,8 +28,8 @@ const CASES: Array<{ name: string; delivery: (key: string) => Delivery & { metho
     name: 'Razorpay, new event',
     delivery: (key) => razorpayDelivery({ event: 'payment.captured', payload: { payment: { entity: { id: `pay_l_${key}`, amount: 100 } } } }, `rzp_l_${key}`),
   },
-  { name: 'PayU, form post', delivery: (key) => payuDelivery(payuFields(`T_${key}`)) },
-  { name: 'PayU, a media type it never posts', delivery: (key) => ({ ...payuDelivery(payuFields(`T_mt_${key}`)), headers: { 'content-type': 'text/plain' } }) },
+  { name: 'PayU, form post', delivery: (key) => payuDelivery(payuSuccessFields(`T_${key}`)) },
+  { name: 'PayU, a media type it never posts', delivery: (key) => ({ ...payuDelivery(payuSuccessFields(`T_mt_${key}`)), headers: { 'content-type': 'text/plain' } }) },
   { name: 'unknown provider', delivery: (key) => ({ ...stripeDelivery(stripePaymentEvent(`evt_u_${key}`, 'x', 'pi_u')), path: '/webhooks/paypal' }) },
   { name: 'GET on a webhook route', delivery: () => ({ provider: 'stripe', headers: {}, body: '', method: 'GET' }) },
   {
@@ -125,7 +113,7 @@ describe('the webhook listener (MariaDB)', () => {
       waitMs: 5000,
     });
     assert.equal(exchange.status, 200, exchange.text);
-    const payuRefused = await overHttp({ ...payuDelivery(payuFields('T_refused')), headers: { 'content-type': 'text/plain' } });
+    const payuRefused = await overHttp({ ...payuDelivery(payuSuccessFields('T_refused')), headers: { 'content-type': 'text/plain' } });
     assert.equal(payuRefused.status, 415);
     assert.equal(fastifySaw - before, 2);
   });
