@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { BaseLogger } from 'pino';
-
-/** What a delivery's log lines are written to: the inbox's logger, or a request's child of it. */
-type DeliveryLogger = Pick<BaseLogger, 'info' | 'warn' | 'error'>;
 import { describeError, InboxError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import type { ProviderName } from '../model/delivery.js';
 import { payuMediaType } from '../providers/payu/verify.js';
+
+/** What a delivery's log lines are written to: the inbox's logger, or a request's child of it. */
+type DeliveryLogger = Pick<BaseLogger, 'info' | 'warn' | 'error'>;
 
 /** An HTTP answer in no framework's terms: what to send back to the provider. */
 export interface DeliveryAnswer {

@@ -22,7 +22,7 @@ export function httpServerOptions(
   first: (fastifyHandler: RequestListener) => RequestListener,
 ): Pick<FastifyServerOptions, 'requestTimeout' | 'keepAliveTimeout' | 'clientErrorHandler'> & { serverFactory: (handler: RequestListener) => Server } {
   return {
-    // Fastify reads these two for its own checks; the server they apply to is made below.
+    // Given a server, fastify only reports these two (initialConfig): they are set on the server below.
     requestTimeout: settings.requestTimeoutMs,
     keepAliveTimeout: settings.idleTimeoutMs,
     serverFactory: (handler) => {
