@@ -41,7 +41,10 @@ const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
  * leave.
  */
 const DEFAULT_WORKER_NICE = 10;
-/** PayU's callbacks are a few KB; its body must be parsed before it can be verified, so its limit is small. */
+/**
+ * PayU callbacks are a few KB, and a PayU body must be parsed before its hash can be checked: a
+ * tight limit bounds what an unsigned request can make the parser do.
+ */
 export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 

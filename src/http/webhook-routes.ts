@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { DEFAULT_PAYU_BODY_LIMIT_BYTES } from '../config/load.js';
 import { describeError, InboxError, UnknownProviderError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { deliveryResult } from '../observability/metrics.js';
@@ -22,12 +23,6 @@ export interface WebhookRoutesOptions {
   /** Largest PayU body (DEFAULT_PAYU_BODY_LIMIT_BYTES unless given); 413 beyond. */
   payuBodyLimitBytes?: number;
 }
-
-/**
- * PayU callbacks are a few KB, and a PayU body must be parsed before its hash can be checked: a
- * tight limit bounds what an unsigned request can make the parser do.
- */
-export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 
 /**
  * A refused upload whose declared length is at most this is read to its end (and thrown away) before

@@ -408,7 +408,7 @@ function storedBodies(db: Kysely<InboxDatabase>, ids: number[]): Promise<StoredB
 /**
  * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
  * MariaDB, PostgreSQL, SQLite) a batch is a transaction of two statements (one statement where
-`insert.together` is set: PostgreSQL), and one more read with duplicates.
+ * `insert.together` is set: PostgreSQL), and one more read with duplicates.
  * Within the batch, the first request for an event records it; the others are its duplicates. An
  * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered
  * null, for the caller to record alone; the batch's other answers stand. A payload not stored whole
@@ -441,8 +441,9 @@ function compare(a: VerifiedEvent, b: VerifiedEvent): number {
 /**
  * The acknowledgement path's writer: deliveries are batched (one batch per connection of `ackDb` at a
  * time), a batch is one or two statements where the database has INSERT ... RETURNING (see
- * recordBatch), and an event a batch could not settle, or that comes alone, is recorded alone. `ackDb` serves this path alone, so a delivery's insert never
- * queues behind processing statements for a pooled connection.
+ * recordBatch), and an event a batch could not settle, or that comes alone, is recorded alone.
+ * `ackDb` serves this path alone, so a delivery's insert never queues behind processing statements
+ * for a pooled connection.
  */
 export class EventRecorder {
   private readonly batcher: Batcher<RecordRequest, RecordResult>;
