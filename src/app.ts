@@ -70,6 +70,11 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
    * (`serve` announces to its workers' thread over a message port).
    */
   queue?: EventQueue;
+  /**
+   * While it returns true, the workers start no more than WORKER_YIELD_CONCURRENCY events at a time,
+   * leaving the cores to something more urgent (`serve` passes whether its request thread is busy).
+   */
+  yieldWhile?: () => boolean;
 }
 
 /**
@@ -137,7 +142,8 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
     logger,
     metrics,
   });
-  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger);
+  const yielding = options.yieldWhile ? { active: options.yieldWhile, concurrency: processing.yieldConcurrency } : null;
+  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger, yielding);
   const queue = options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);

@@ -11,6 +11,7 @@ import type { InboxMetrics } from '../observability/metrics.js';
 import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
 import type { EventQueue } from '../queue/queue.js';
+import { EventLoopLoad } from '../processing/event-loop-load.js';
 
 /** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
 const ROLE = 'webhook-inbox workers';
@@ -18,6 +19,8 @@ const ROLE = 'webhook-inbox workers';
 interface ThreadData {
   role: typeof ROLE;
   config: Config;
+  /** The request thread's EventLoopLoad, shared. */
+  requestLoad: SharedArrayBuffer;
 }
 
 type ToThread = AnnouncedIds | { kind: 'stop'; timeoutMs: number };
@@ -32,12 +35,21 @@ const MAX_UNDELIVERED_IDS = 100_000;
 const STOP_MARGIN_MS = 2000;
 
 /**
+ * How often the request thread's event-loop load is measured: long enough to smooth single requests,
+ * short enough that a yield ends soon after the load falls (it holds processing back for at most this).
+ */
+const LOAD_INTERVAL_MS = 250;
+
+/**
  * The background workers of `serve`, in a thread of their own (WORKER_THREAD): they claim, apply and
  * complete on a second core while the request thread only verifies, records and answers, and at a
  * lower CPU priority (WORKER_NICE), so when the cores are short the kernel runs the acknowledgements
- * first and processing takes what they leave. The thread runs the same inbox a `webhook-inbox worker`
- * process does, on its own connections; recorded events reach it over a message port (or Redis), and
- * its metrics come back to be scraped with the request thread's.
+ * first and processing takes what they leave. The priority does not reach the database server, where
+ * processing's statements compete with the records as equals: so while the request thread's event
+ * loop is busier than WORKER_YIELD_ELU, the workers also run no more than WORKER_YIELD_CONCURRENCY
+ * events at a time. The thread runs the same inbox a `webhook-inbox worker` process does, on its own
+ * connections; recorded events reach it over a message port (or Redis), and its metrics come back to
+ * be scraped with the request thread's.
  */
 export class ProcessingThread {
   /** Where the request thread announces recorded events; undefined when Redis carries them. */
@@ -46,19 +58,27 @@ export class ProcessingThread {
   private stopping = false;
   /** Ids announced while the thread was down, for the one that replaces it (up to a bound). */
   private undelivered: number[] = [];
+  private readonly requestLoad: EventLoopLoad;
+  private stopMeasuring: (() => void) | null = null;
 
   constructor(private readonly config: Config) {
     this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
+    this.requestLoad = EventLoopLoad.shared(config.processing.thread.yieldUtilisation);
   }
 
   /** `sinks`: the request thread's metrics, which count the thread's calls too, and its logger. */
   start(sinks: { metrics: InboxMetrics; logger: Logger }): void {
+    // The workers' thread yields while the same figure reads busy (runThread).
+    if (this.config.processing.thread.yieldUtilisation < 1) {
+      this.stopMeasuring = this.requestLoad.measure(LOAD_INTERVAL_MS, (seconds) => sinks.metrics.workersYielded?.(seconds));
+    }
     this.worker = this.spawn(sinks);
   }
 
   /** Lets the thread finish in-flight events for up to `timeoutMs` (as `worker` does on SIGTERM). */
   async stop(timeoutMs: number): Promise<void> {
     this.stopping = true;
+    this.stopMeasuring?.();
     const worker = this.worker;
     if (!worker) return;
     await this.queue?.close();
@@ -75,7 +95,7 @@ export class ProcessingThread {
   }
 
   private spawn(sinks: { metrics: InboxMetrics; logger: Logger }): Worker {
-    const data: ThreadData = { role: ROLE, config: this.config };
+    const data: ThreadData = { role: ROLE, config: this.config, requestLoad: this.requestLoad.buffer };
     const [entry, evaluated] = threadEntry();
     const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
     if (this.undelivered.length > 0) worker.postMessage({ kind: 'announced', ids: this.undelivered } satisfies AnnouncedIds);
@@ -109,14 +129,17 @@ function threadEntry(): [entry: string | URL, evaluated: boolean] {
 }
 
 /** In the thread: the workers, fed by the port, until the request thread says stop. */
-async function runThread({ config }: ThreadData, port: MessagePort): Promise<void> {
+async function runThread({ config, requestLoad }: ThreadData, port: MessagePort): Promise<void> {
   const logger = createLogger(config.logLevel).child({ thread: 'workers' });
   lowerPriority(config.processing.thread.nice, logger);
   const metrics = new RelayedMetrics((message) => port.postMessage(message));
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
   // The request thread has applied the migrations already. A stop that comes while the workers start
   // waits for them, rather than being missed and left to the request thread's terminate().
-  const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue });
+  const { yieldUtilisation } = config.processing.thread;
+  const load = new EventLoopLoad(requestLoad, yieldUtilisation);
+  const yieldWhile = yieldUtilisation < 1 ? () => load.busy : undefined;
+  const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue, yieldWhile });
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
     void starting

@@ -42,6 +42,13 @@ const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
  */
 const DEFAULT_WORKER_NICE = 10;
 /**
+ * A request thread that is busy this much of the time is the bottleneck: below it, the deliveries
+ * leave room and processing keeps pace. While it yields, four workers still run: processing goes on
+ * at a trickle, so an overload that lasts is not one where nothing is processed.
+ */
+const DEFAULT_WORKER_YIELD_ELU = 0.9;
+const DEFAULT_WORKER_YIELD_CONCURRENCY = 4;
+/**
  * PayU callbacks are a few KB, and a PayU body must be parsed before its hash can be checked: a
  * tight limit bounds what an unsigned request can make the parser do.
  */
@@ -110,7 +117,9 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
       thread: {
         enabled: read.boolean('WORKER_THREAD', true),
         nice: read.integer('WORKER_NICE', DEFAULT_WORKER_NICE, { min: 0, max: 19 }),
+        yieldUtilisation: read.number('WORKER_YIELD_ELU', DEFAULT_WORKER_YIELD_ELU, { min: 0.1, max: 1, hint: '1 never yields' }),
       },
+      yieldConcurrency: read.integer('WORKER_YIELD_CONCURRENCY', DEFAULT_WORKER_YIELD_CONCURRENCY, { min: 1, max: 1024 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),
       recordTimeoutMs: read.integer('RECORD_TIMEOUT_MS', 2000, { min: 100, max: 60_000, hint: 'providers time out after a few seconds' }),
     },

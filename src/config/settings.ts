@@ -38,7 +38,17 @@ export interface ProcessingSettings {
    * `serve` in background mode: the workers run in a thread of their own (WORKER_THREAD), at a lower
    * CPU priority (WORKER_NICE, 0 for the same), so processing never holds up an acknowledgement.
    */
-  thread: { enabled: boolean; nice: number };
+  thread: {
+    enabled: boolean;
+    nice: number;
+    /**
+     * Acknowledgements first: while the request thread's event loop is busier than this (0 to 1;
+     * WORKER_YIELD_ELU, 1 never), the workers' thread yields to it.
+     */
+    yieldUtilisation: number;
+  };
+  /** How many workers run while they yield (WORKER_YIELD_CONCURRENCY): so that processing never stops. */
+  yieldConcurrency: number;
   inlineWaitMs: number;
   /** How long a delivery waits for its database insert before the answer is a 503. */
   recordTimeoutMs: number;

@@ -128,6 +128,10 @@ export class DeliveryStatsRecorder implements InboxMetrics {
     this.inner.eventProcessed(event);
   }
 
+  workersYielded(seconds: number): void {
+    this.inner.workersYielded?.(seconds);
+  }
+
   exposition(): ReturnType<InboxMetrics['exposition']> {
     return this.inner.exposition();
   }

@@ -22,6 +22,11 @@ export interface InboxMetrics {
    * changed nothing, its payment was already in that later state.
    */
   eventProcessed(event: { provider: string; staleState?: PaymentState; latencySeconds: number }): void;
+  /**
+   * The workers held back for `seconds` so that acknowledgements got the cores (`serve`'s workers'
+   * thread, WORKER_YIELD_ELU). Optional: an adapter without it does not count this.
+   */
+  workersYielded?(seconds: number): void;
   /** The text a scraper reads at GET /metrics. */
   exposition(): Promise<{ contentType: string; text: string }>;
 }

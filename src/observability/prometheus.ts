@@ -52,6 +52,7 @@ export class PrometheusMetrics implements InboxMetrics {
   private readonly latencySeconds: Histogram<'provider'>;
   private readonly takeovers: Counter<'provider'>;
   private readonly staleTransitions: Counter<'provider' | 'state'>;
+  private readonly yieldSeconds: Counter;
 
   constructor(options: PrometheusMetricsOptions) {
     const registers = [this.registry];
@@ -92,6 +93,11 @@ export class PrometheusMetrics implements InboxMetrics {
       name: 'webhook_inbox_stale_transitions_total',
       help: 'Payment events ignored because the payment was already in a later state, by that state',
       labelNames: ['provider', 'state'],
+      registers,
+    });
+    this.yieldSeconds = new Counter({
+      name: 'webhook_inbox_workers_yield_seconds_total',
+      help: "Seconds the workers' thread held processing back because the request thread was busy (WORKER_YIELD_ELU)",
       registers,
     });
 
@@ -154,6 +160,10 @@ export class PrometheusMetrics implements InboxMetrics {
   eventProcessed({ provider, staleState, latencySeconds }: { provider: string; staleState?: PaymentState; latencySeconds: number }): void {
     this.latencySeconds.observe({ provider }, latencySeconds);
     if (staleState) this.staleTransitions.inc({ provider, state: staleState });
+  }
+
+  workersYielded(seconds: number): void {
+    this.yieldSeconds.inc(seconds);
   }
 
   async exposition(): Promise<{ contentType: string; text: string }> {

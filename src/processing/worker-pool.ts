@@ -2,6 +2,15 @@ import type { Logger } from 'pino';
 import type { EventConsumer } from '../queue/queue.js';
 
 /**
+ * When the workers give way to something more urgent (the acknowledgements): while `active()` says so,
+ * at most `concurrency` of them run.
+ */
+export interface WorkerYield {
+  active: () => boolean;
+  concurrency: number;
+}
+
+/**
  * The workers of one process: event ids offered by a queue transport or the sweeper, processed by a
  * bounded number of concurrent workers. Offering an id only speeds things up; the sweeper finds
  * whatever the pool drops (full queue, crash, shutdown), because the database is the truth.
@@ -19,6 +28,7 @@ export class WorkerPool implements EventConsumer {
     private readonly work: (id: number) => Promise<unknown>,
     private readonly concurrency: number,
     private readonly logger: Logger,
+    private readonly yielding: WorkerYield | null = null,
     private readonly maxQueued = 10_000,
   ) {}
 
@@ -42,7 +52,7 @@ export class WorkerPool implements EventConsumer {
 
   /** Workers that would start on an id right away (negative when ids are already waiting). */
   get freeSlots(): number {
-    return this.concurrency - this.active - this.waiting.length;
+    return this.limit() - this.active - this.waiting.length;
   }
 
   /** Resolves when a worker is free, or when the pool stops accepting work. */
@@ -65,8 +75,17 @@ export class WorkerPool implements EventConsumer {
     return finished;
   }
 
+  /**
+   * Workers allowed to run now. Looked at before each start: while yielding, a finishing worker starts
+   * nothing until the running ones are within the limit, and the first to finish after the yield ends
+   * starts the rest (at least one worker runs while ids wait, so one always finishes).
+   */
+  private limit(): number {
+    return this.yielding?.active() ? Math.min(this.yielding.concurrency, this.concurrency) : this.concurrency;
+  }
+
   private pump(): void {
-    while (this.active < this.concurrency && this.waiting.length > 0) {
+    while (this.active < this.limit() && this.waiting.length > 0) {
       const id = this.waiting.shift()!;
       this.active++;
       this.work(id)

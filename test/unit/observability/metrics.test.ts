@@ -78,6 +78,14 @@ describe('PrometheusMetrics', () => {
     assert.equal(metricValue(text, 'webhook_inbox_lease_takeovers_total', { provider: 'payu' }), 1);
   });
 
+  test('the seconds the workers yielded to the acknowledgements add up, from 0', async () => {
+    const { metrics, scrape } = metricsWithStats(async () => STATS);
+    assert.equal(metricValue(await scrape(), 'webhook_inbox_workers_yield_seconds_total'), 0);
+    metrics.workersYielded(0.25);
+    metrics.workersYielded(0.25);
+    assert.equal(metricValue(await scrape(), 'webhook_inbox_workers_yield_seconds_total'), 0.5);
+  });
+
   test('the store gauges share one read, cached for 5 s of the clock', async () => {
     const { clock, scrape, reads } = metricsWithStats(async () => ({ ...STATS, oldestPendingAt: new Date(Date.now() - 60_000) }));
     const [first] = await Promise.all([scrape(), scrape(), scrape()]);
