@@ -106,6 +106,47 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     }
   });
 
+  test('while the request thread is busy the workers yield, the seconds are counted, and the events are still processed', async () => {
+    const config = testConfig(db.url, { SWEEP_INTERVAL_MS: '3600000', WORKER_YIELD_ELU: '0.5', WORKER_YIELD_CONCURRENCY: '1' });
+    const store = openStore(db.url, { poolSize: 2, clock: systemClock });
+    const yielded: number[] = [];
+    const metrics = {
+      attemptFinished: () => {},
+      eventProcessed: () => {},
+      leaseTakenOver: () => {},
+      workersYielded: (seconds: number) => void yielded.push(seconds),
+    } as unknown as InboxMetrics;
+    const thread = new ProcessingThread(config);
+    thread.start({ metrics, logger: pino({ level: 'silent' }) });
+    const eventIds = ['evt_yield_1', 'evt_yield_2', 'evt_yield_3'];
+    try {
+      for (const eventId of eventIds) {
+        const event = stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_${eventId}`, { userId: `u_${eventId}`, courseId: 'c_thread' });
+        const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
+        thread.queue!.publish(id);
+      }
+      // This thread is the request thread: busy 200 ms of every 210 or so, as under a flood of deliveries.
+      const processed = async () => (await Promise.all(eventIds.map((eventId) => store.findEvent('stripe', eventId)))).every((event) => event?.status === 'processed');
+      const deadline = Date.now() + 20_000;
+      let done = false;
+      while (!done && Date.now() < deadline) {
+        const until = performance.now() + 200;
+        while (performance.now() < until);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        done = await processed();
+      }
+      assert.ok(done, 'one worker went on while the others yielded');
+      assert.ok(yielded.length > 0, 'the yield counted');
+      assert.ok(
+        yielded.every((seconds) => seconds >= 0.2 && seconds < 2),
+        `each busy interval counted for as long as it lasted: ${yielded.join(', ')}`,
+      );
+    } finally {
+      await thread.stop(5000);
+      await store.close();
+    }
+  });
+
   test('WORKER_THREAD=false: the workers run in the request thread, as before', async () => {
     const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_THREAD: 'false' });
     const delivery = stripeDelivery(stripePaymentEvent('evt_unthreaded', 'payment_intent.succeeded', 'pi_unthreaded', { userId: 'u_unthreaded', courseId: 'c_thread' }));
