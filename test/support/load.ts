@@ -81,13 +81,18 @@ export function capturedPayments(prefix: string, payments: number, withCharge: n
 }
 
 /**
- * Inserts an uncommitted payments row of our own: the worker that processes this payment then waits
- * on its own insert, caught in the middle of its business transaction, until the caller rolls back.
+ * Holds the payments row of a payment in an uncommitted transaction of our own: the worker that
+ * processes this payment then waits on it, caught in the middle of its business transaction, until
+ * the caller rolls back. The row is inserted, or, when an earlier event stored it already (a chaos
+ * run's deliveries come out of order), locked.
  */
 export async function holdPayment(db: Kysely<CoursePlatformDatabase>, provider: string, paymentId: string): Promise<ControlledTransaction<CoursePlatformDatabase>> {
   const held = await db.startTransaction().execute();
-  const now = toDbTime(new Date());
-  await held.insertInto('payments').values({ provider, payment_id: paymentId, status: 'created', created_at: now, updated_at: now }).execute();
+  const stored = await held.selectFrom('payments').select('payment_id').where('provider', '=', provider).where('payment_id', '=', paymentId).forUpdate().executeTakeFirst();
+  if (!stored) {
+    const now = toDbTime(new Date());
+    await held.insertInto('payments').values({ provider, payment_id: paymentId, status: 'created', created_at: now, updated_at: now }).execute();
+  }
   return held;
 }
 
