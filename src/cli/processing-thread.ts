@@ -69,7 +69,7 @@ export class ProcessingThread {
   /** `sinks`: the request thread's metrics, which count the thread's calls too, and its logger. */
   start(sinks: { metrics: InboxMetrics; logger: Logger }): void {
     // The workers' thread yields while the same figure reads busy (runThread).
-    if (this.config.processing.thread.yieldUtilisation < 1) {
+    if (yields(this.config)) {
       this.stopMeasuring = this.requestLoad.measure(LOAD_INTERVAL_MS, (seconds) => sinks.metrics.workersYielded?.(seconds));
     }
     this.worker = this.spawn(sinks);
@@ -136,9 +136,8 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
   // The request thread has applied the migrations already. A stop that comes while the workers start
   // waits for them, rather than being missed and left to the request thread's terminate().
-  const { yieldUtilisation } = config.processing.thread;
-  const load = new EventLoopLoad(requestLoad, yieldUtilisation);
-  const yieldWhile = yieldUtilisation < 1 ? () => load.busy : undefined;
+  const load = new EventLoopLoad(requestLoad, config.processing.thread.yieldUtilisation);
+  const yieldWhile = yields(config) ? () => load.busy : undefined;
   const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue, yieldWhile });
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
@@ -157,6 +156,11 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
   });
   // A failure to start fails the thread, which the request thread logs and starts again.
   await starting;
+}
+
+/** Whether the workers yield to a busy request thread at all (WORKER_YIELD_ELU below 1). */
+function yields(config: Config): boolean {
+  return config.processing.thread.yieldUtilisation < 1;
 }
 
 /**

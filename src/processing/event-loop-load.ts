@@ -34,8 +34,8 @@ export class EventLoopLoad {
 
   /**
    * In the request thread: measures this thread's loop every `intervalMs` and publishes the last
-   * interval's utilisation; `whileBusy` hears how long each interval found busy lasted. Returns what stops it; it
-   * never keeps the process alive.
+   * interval's utilisation; `whileBusy` hears how long each interval found busy lasted. Returns what
+   * stops it; it never keeps the process alive.
    */
   measure(intervalMs: number, whileBusy: (seconds: number) => void = () => undefined): () => void {
     let last = performance.eventLoopUtilization();
