@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config/settings.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
 import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
+import { InFlight } from './observability/in-flight.js';
 import type { Readiness } from './observability/readiness.js';
 import type { Processor } from './processing/processor.js';
 import type { BackgroundWorkers } from './processing/background-workers.js';
@@ -58,6 +59,8 @@ export class Inbox {
   readonly logger: Logger;
   readonly metrics: InboxMetrics;
   readonly readiness: Readiness;
+  /** Deliveries between their arrival here and their answer: how much the acknowledgements queue. */
+  readonly deliveriesInFlight = new InFlight();
   private readonly workers: BackgroundWorkers;
   private readonly settings: ProcessingSettings;
   private readonly components: BackgroundComponent[] = [];
@@ -81,6 +84,7 @@ export class Inbox {
   async verifyAndReceive(provider: string, delivery: RawDelivery): Promise<ReceiveResult> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
+    this.deliveriesInFlight.enter();
     try {
       const received = await this.receive(this.providers.verifier(provider).verify(delivery));
       this.metrics.deliveryAnswered(provider, received.outcome === 'recorded' ? 'accepted' : 'duplicate', seconds());
@@ -88,6 +92,8 @@ export class Inbox {
     } catch (error) {
       this.metrics.deliveryAnswered(provider, deliveryResult(error), seconds());
       throw error;
+    } finally {
+      this.deliveriesInFlight.leave();
     }
   }
 

@@ -11,6 +11,7 @@ export { createLogger } from './observability/logger.js';
 export type { InboxMetrics, DeliveryResult, AttemptResult } from './observability/metrics.js';
 export type { EventQueue, EventConsumer, QueueTransport } from './queue/queue.js';
 export { PrometheusMetrics } from './observability/prometheus.js';
+export type { InFlight } from './observability/in-flight.js';
 export type { Readiness, ReadinessCheck, ReadinessReport } from './observability/readiness.js';
 export { installErrorHandling } from './http/errors.js';
 export { answerDelivery, type DeliveryAnswer } from './http/delivery-answer.js';

@@ -7,11 +7,11 @@ import { startWorkers } from '../app.js';
 import type { Config } from '../config/settings.js';
 import { describeError } from '../errors.js';
 import { createLogger } from '../observability/logger.js';
-import type { InboxMetrics } from '../observability/metrics.js';
+import type { Inbox } from '../inbox.js';
 import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
 import type { EventQueue } from '../queue/queue.js';
-import { EventLoopLoad } from '../processing/event-loop-load.js';
+import { RequestLoad, type OverloadThresholds } from '../processing/request-load.js';
 
 /** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
 const ROLE = 'webhook-inbox workers';
@@ -19,7 +19,7 @@ const ROLE = 'webhook-inbox workers';
 interface ThreadData {
   role: typeof ROLE;
   config: Config;
-  /** The request thread's EventLoopLoad, shared. */
+  /** The request thread's RequestLoad, shared. */
   requestLoad: SharedArrayBuffer;
 }
 
@@ -34,8 +34,11 @@ const MAX_UNDELIVERED_IDS = 100_000;
 /** How long past the shutdown timeout a stopping thread is waited for before it is terminated. */
 const STOP_MARGIN_MS = 2000;
 
+/** What the workers' thread needs of the request thread's inbox. */
+type RequestThreadInbox = Pick<Inbox, 'metrics' | 'logger' | 'deliveriesInFlight'>;
+
 /**
- * How often the request thread's event-loop load is measured: long enough to smooth single requests,
+ * How often the request thread's load is measured: long enough to smooth single requests,
  * short enough that a yield ends soon after the load falls (it holds processing back for at most this).
  */
 const LOAD_INTERVAL_MS = 250;
@@ -45,9 +48,9 @@ const LOAD_INTERVAL_MS = 250;
  * complete on a second core while the request thread only verifies, records and answers, and at a
  * lower CPU priority (WORKER_NICE), so when the cores are short the kernel runs the acknowledgements
  * first and processing takes what they leave. The priority does not reach the database server, where
- * processing's statements compete with the records as equals: so while the request thread's event
- * loop is busier than WORKER_YIELD_ELU, the workers also run no more than WORKER_YIELD_CONCURRENCY
- * events at a time. The thread runs the same inbox a `webhook-inbox worker` process does, on its own
+ * processing's statements compete with the records as equals: so while deliveries queue at a busy
+ * request thread (WORKER_YIELD_ELU, WORKER_YIELD_IN_FLIGHT), the workers also run no more than
+ * WORKER_YIELD_CONCURRENCY events at a time. The thread runs the same inbox a `webhook-inbox worker` process does, on its own
  * connections; recorded events reach it over a message port (or Redis), and its metrics come back to
  * be scraped with the request thread's.
  */
@@ -58,21 +61,24 @@ export class ProcessingThread {
   private stopping = false;
   /** Ids announced while the thread was down, for the one that replaces it (up to a bound). */
   private undelivered: number[] = [];
-  private readonly requestLoad: EventLoopLoad;
+  private readonly requestLoad: RequestLoad;
   private stopMeasuring: (() => void) | null = null;
 
   constructor(private readonly config: Config) {
     this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
-    this.requestLoad = EventLoopLoad.shared(config.processing.thread.yieldUtilisation);
+    this.requestLoad = RequestLoad.shared(overloadThresholds(config));
   }
 
-  /** `sinks`: the request thread's metrics, which count the thread's calls too, and its logger. */
-  start(sinks: { metrics: InboxMetrics; logger: Logger }): void {
-    // The workers' thread yields while the same figure reads busy (runThread).
+  /**
+   * `inbox`: the request thread's, whose deliveries in flight are measured and whose metrics count the
+   * thread's calls too.
+   */
+  start(inbox: RequestThreadInbox): void {
+    // The workers' thread yields while the same figures read overloaded (runThread).
     if (yields(this.config)) {
-      this.stopMeasuring = this.requestLoad.measure(LOAD_INTERVAL_MS, (seconds) => sinks.metrics.workersYielded?.(seconds));
+      this.stopMeasuring = this.requestLoad.measure(LOAD_INTERVAL_MS, inbox.deliveriesInFlight, (seconds) => inbox.metrics.workersYielded?.(seconds));
     }
-    this.worker = this.spawn(sinks);
+    this.worker = this.spawn(inbox);
   }
 
   /** Lets the thread finish in-flight events for up to `timeoutMs` (as `worker` does on SIGTERM). */
@@ -94,7 +100,7 @@ export class ProcessingThread {
     else if (this.undelivered.length + message.ids.length <= MAX_UNDELIVERED_IDS) this.undelivered.push(...message.ids);
   }
 
-  private spawn(sinks: { metrics: InboxMetrics; logger: Logger }): Worker {
+  private spawn(sinks: RequestThreadInbox): Worker {
     const data: ThreadData = { role: ROLE, config: this.config, requestLoad: this.requestLoad.buffer };
     const [entry, evaluated] = threadEntry();
     const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
@@ -136,8 +142,8 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
   // The request thread has applied the migrations already. A stop that comes while the workers start
   // waits for them, rather than being missed and left to the request thread's terminate().
-  const load = new EventLoopLoad(requestLoad, config.processing.thread.yieldUtilisation);
-  const yieldWhile = yields(config) ? () => load.busy : undefined;
+  const load = new RequestLoad(requestLoad, overloadThresholds(config));
+  const yieldWhile = yields(config) ? () => load.overloaded : undefined;
   const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue, yieldWhile });
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
@@ -158,9 +164,13 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
   await starting;
 }
 
-/** Whether the workers yield to a busy request thread at all (WORKER_YIELD_ELU below 1). */
+/** Whether the workers yield to an overloaded request thread at all (WORKER_YIELD_ELU below 1). */
 function yields(config: Config): boolean {
   return config.processing.thread.yieldUtilisation < 1;
+}
+
+function overloadThresholds({ processing: { thread } }: Config): OverloadThresholds {
+  return { utilisation: thread.yieldUtilisation, inFlight: thread.yieldInFlight };
 }
 
 /**

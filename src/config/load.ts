@@ -42,11 +42,13 @@ const DEFAULT_WORKER_BATCH_WAIT_MS = 20;
  */
 const DEFAULT_WORKER_NICE = 10;
 /**
- * A request thread that is busy this much of the time is the bottleneck: below it, the deliveries
- * leave room and processing keeps pace. While it yields, four workers still run: processing goes on
- * at a trickle, so an overload that lasts is not one where nothing is processed.
+ * The request thread is overloaded when it is busy and deliveries queue there at once. Busy alone is a
+ * heavy load it keeps up with; queueing alone is answers waiting for a distant database, which
+ * processing does not slow down on these cores. While the workers yield, four of them still run:
+ * processing goes on at a trickle, so an overload that lasts is not one where nothing is processed.
  */
-const DEFAULT_WORKER_YIELD_ELU = 0.9;
+const DEFAULT_WORKER_YIELD_ELU = 0.7;
+const DEFAULT_WORKER_YIELD_IN_FLIGHT = 32;
 const DEFAULT_WORKER_YIELD_CONCURRENCY = 4;
 /**
  * PayU callbacks are a few KB, and a PayU body must be parsed before its hash can be checked: a
@@ -118,6 +120,7 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
         enabled: read.boolean('WORKER_THREAD', true),
         nice: read.integer('WORKER_NICE', DEFAULT_WORKER_NICE, { min: 0, max: 19 }),
         yieldUtilisation: read.number('WORKER_YIELD_ELU', DEFAULT_WORKER_YIELD_ELU, { min: 0.1, max: 1, hint: '1 never yields' }),
+        yieldInFlight: read.integer('WORKER_YIELD_IN_FLIGHT', DEFAULT_WORKER_YIELD_IN_FLIGHT, { min: 0, max: 100_000, hint: '0: the event loop alone decides' }),
       },
       yieldConcurrency: read.integer('WORKER_YIELD_CONCURRENCY', DEFAULT_WORKER_YIELD_CONCURRENCY, { min: 1, max: 1024 }),
       inlineWaitMs: read.integer('INLINE_WAIT_MS', 3000, { min: 0, max: 60_000 }),

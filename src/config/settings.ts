@@ -42,10 +42,13 @@ export interface ProcessingSettings {
     enabled: boolean;
     nice: number;
     /**
-     * Acknowledgements first: while the request thread's event loop is busier than this (0 to 1;
-     * WORKER_YIELD_ELU, 1 never), the workers' thread yields to it.
+     * Acknowledgements first: while deliveries queue at a busy request thread, the workers' thread
+     * yields to it. Busy: its event loop busier than `yieldUtilisation` (0 to 1; WORKER_YIELD_ELU, 1
+     * never yields); queueing: at least `yieldInFlight` deliveries waiting for their answer on average
+     * (WORKER_YIELD_IN_FLIGHT, 0: the loop alone decides).
      */
     yieldUtilisation: number;
+    yieldInFlight: number;
   };
   /** How many workers run while they yield (WORKER_YIELD_CONCURRENCY): so that processing never stops. */
   yieldConcurrency: number;

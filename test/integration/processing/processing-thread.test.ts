@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { ProcessingThread } from '../../../src/cli/processing-thread.js';
 import { systemClock } from '../../../src/clock.js';
+import { InFlight } from '../../../src/observability/in-flight.js';
 import type { InboxMetrics } from '../../../src/observability/metrics.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { exitOf } from '../../support/cli.js';
@@ -29,6 +30,12 @@ function threadNices(pid: number): Array<{ tid: number; nice: number }> {
 }
 
 const EVENTS = 12;
+
+/** What ProcessingThread.start reads of the request thread's inbox: its metrics (no-ops unless given), logger and deliveries in flight. */
+function requestThreadInbox(metrics: Partial<InboxMetrics>, logger = pino({ level: 'silent' })) {
+  const noOps = { attemptFinished: () => {}, eventProcessed: () => {}, leaseTakenOver: () => {} };
+  return { metrics: { ...noOps, ...metrics } as InboxMetrics, logger, deliveriesInFlight: new InFlight() };
+}
 
 describe("serve: the workers' thread", { skip: 'skip' in database && database.skip }, () => {
   let db: TestDatabase;
@@ -80,9 +87,8 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     const errors: string[] = [];
     const logger = pino({ level: 'error' }, { write: (line: string) => void errors.push(line) });
     const attempts: string[] = [];
-    const metrics = { attemptFinished: ({ result }: { result: string }) => attempts.push(result), eventProcessed: () => {}, leaseTakenOver: () => {} } as unknown as InboxMetrics;
     const thread = new ProcessingThread(config);
-    thread.start({ metrics, logger });
+    thread.start(requestThreadInbox({ attemptFinished: ({ result }) => void attempts.push(result) }, logger));
     const announce = async (eventId: string) => {
       const event = stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_${eventId}`, { userId: `u_${eventId}`, courseId: 'c_thread' });
       const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
@@ -106,18 +112,15 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     }
   });
 
-  test('while the request thread is busy the workers yield, the seconds are counted, and the events are still processed', async () => {
-    const config = testConfig(db.url, { SWEEP_INTERVAL_MS: '3600000', WORKER_YIELD_ELU: '0.5', WORKER_YIELD_CONCURRENCY: '1' });
+  test('while deliveries queue at a busy request thread the workers yield, the seconds are counted, and the events are still processed', async () => {
+    const config = testConfig(db.url, { SWEEP_INTERVAL_MS: '3600000', WORKER_YIELD_ELU: '0.5', WORKER_YIELD_IN_FLIGHT: '3', WORKER_YIELD_CONCURRENCY: '1' });
     const store = openStore(db.url, { poolSize: 2, clock: systemClock });
     const yielded: number[] = [];
-    const metrics = {
-      attemptFinished: () => {},
-      eventProcessed: () => {},
-      leaseTakenOver: () => {},
-      workersYielded: (seconds: number) => void yielded.push(seconds),
-    } as unknown as InboxMetrics;
+    const inbox = requestThreadInbox({ workersYielded: (seconds) => void yielded.push(seconds) });
+    // Three deliveries wait for their answer throughout, as under a flood.
+    for (let n = 0; n < 3; n++) inbox.deliveriesInFlight.enter();
     const thread = new ProcessingThread(config);
-    thread.start({ metrics, logger: pino({ level: 'silent' }) });
+    thread.start(inbox);
     const eventIds = ['evt_yield_1', 'evt_yield_2', 'evt_yield_3'];
     try {
       for (const eventId of eventIds) {
@@ -125,7 +128,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
         const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
         thread.queue!.publish(id);
       }
-      // This thread is the request thread: busy 200 ms of every 210 or so, as under a flood of deliveries.
+      // This thread is the request thread: busy 200 ms of every 210 or so, as under that flood.
       const processed = async () => (await Promise.all(eventIds.map((eventId) => store.findEvent('stripe', eventId)))).every((event) => event?.status === 'processed');
       const deadline = Date.now() + 20_000;
       let done = false;

@@ -34,16 +34,17 @@ describe('loadConfig: defaults and valid values', () => {
     assert.equal(config.processing.mode, 'background');
     assert.equal(config.processing.leaseMs, 30_000);
     assert.equal(config.processing.recordTimeoutMs, 2000);
-    assert.deepEqual(config.processing.thread, { enabled: true, nice: 10, yieldUtilisation: 0.9 }, "serve's workers in a thread of their own, at nice 10");
+    assert.deepEqual(config.processing.thread, { enabled: true, nice: 10, yieldUtilisation: 0.7, yieldInFlight: 32 }, "serve's workers in a thread of their own, at nice 10");
     assert.equal(config.processing.yieldConcurrency, 4, 'while they yield, four workers still run');
     assert.equal(config.heapGrowthPercent, 60);
     assert.deepEqual(config.providers, { stripe: null, razorpay: null, payu: null });
     assert.equal(config.redis, null, 'no REDIS_URL: the in-process transport');
   });
 
-  test('WORKER_YIELD_ELU=1 never yields; WORKER_YIELD_CONCURRENCY sets how many workers run meanwhile', () => {
-    const config = loadConfig({ WORKER_YIELD_ELU: '1', WORKER_YIELD_CONCURRENCY: '16' });
+  test('WORKER_YIELD_ELU=1 never yields; WORKER_YIELD_IN_FLIGHT=0 leaves it to the loop; WORKER_YIELD_CONCURRENCY sets how many workers run meanwhile', () => {
+    const config = loadConfig({ WORKER_YIELD_ELU: '1', WORKER_YIELD_IN_FLIGHT: '0', WORKER_YIELD_CONCURRENCY: '16' });
     assert.equal(config.processing.thread.yieldUtilisation, 1);
+    assert.equal(config.processing.thread.yieldInFlight, 0);
     assert.equal(config.processing.yieldConcurrency, 16);
   });
 
@@ -162,6 +163,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { WORKER_YIELD_ELU: '1.5' }, variable: 'WORKER_YIELD_ELU' },
     { env: { WORKER_YIELD_ELU: 'busy' }, variable: 'WORKER_YIELD_ELU' },
     { env: { WORKER_YIELD_CONCURRENCY: '0' }, variable: 'WORKER_YIELD_CONCURRENCY' },
+    { env: { WORKER_YIELD_IN_FLIGHT: '-1' }, variable: 'WORKER_YIELD_IN_FLIGHT' },
+    { env: { WORKER_YIELD_IN_FLIGHT: '2.5' }, variable: 'WORKER_YIELD_IN_FLIGHT' },
     { env: { INLINE_WAIT_MS: '-5' }, variable: 'INLINE_WAIT_MS' },
     { env: { SHUTDOWN_TIMEOUT_MS: '1h' }, variable: 'SHUTDOWN_TIMEOUT_MS' },
     { env: { HEAP_GROWTH_PERCENT: '-10' }, variable: 'HEAP_GROWTH_PERCENT' },
