@@ -50,9 +50,9 @@ const LOAD_INTERVAL_MS = 250;
  * first and processing takes what they leave. The priority does not reach the database server, where
  * processing's statements compete with the records as equals: so while deliveries queue at a busy
  * request thread (WORKER_YIELD_ELU, WORKER_YIELD_IN_FLIGHT), the workers also run no more than
- * WORKER_YIELD_CONCURRENCY events at a time. The thread runs the same inbox a `webhook-inbox worker` process does, on its own
- * connections; recorded events reach it over a message port (or Redis), and its metrics come back to
- * be scraped with the request thread's.
+ * WORKER_YIELD_CONCURRENCY events at a time. The thread runs the same inbox a `webhook-inbox worker`
+ * process does, on its own connections; recorded events reach it over a message port (or Redis), and
+ * its metrics come back to be scraped with the request thread's.
  */
 export class ProcessingThread {
   /** Where the request thread announces recorded events; undefined when Redis carries them. */

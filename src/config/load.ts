@@ -44,7 +44,7 @@ const DEFAULT_WORKER_NICE = 10;
 /**
  * The request thread is overloaded when it is busy and deliveries queue there at once. Busy alone is a
  * heavy load it keeps up with; queueing alone is answers waiting for a distant database, which
- * processing does not slow down on these cores. While the workers yield, four of them still run:
+ * holding processing back would not bring closer. While the workers yield, four of them still run:
  * processing goes on at a trickle, so an overload that lasts is not one where nothing is processed.
  */
 const DEFAULT_WORKER_YIELD_ELU = 0.7;
