@@ -8,6 +8,7 @@ import { InFlight } from '../../../src/observability/in-flight.js';
 import type { InboxMetrics } from '../../../src/observability/metrics.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { exitOf } from '../../support/cli.js';
+import { keepBusy } from '../../support/event-loop.js';
 import { createTestDatabase, inspectDatabase, type TestDatabase } from '../../support/database.js';
 import { testConfig, waitFor } from '../../support/harness.js';
 import { metricValue } from '../../support/metrics.js';
@@ -133,8 +134,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
       const deadline = Date.now() + 20_000;
       let done = false;
       while (!done && Date.now() < deadline) {
-        const until = performance.now() + 200;
-        while (performance.now() < until);
+        keepBusy(200);
         await new Promise((resolve) => setTimeout(resolve, 10));
         done = await processed();
       }

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { InFlight } from '../../../src/observability/in-flight.js';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 test('deliveries in flight are averaged over time, whatever their count at the moment of reading', async () => {
   const deliveries = new InFlight();

@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { InFlight } from '../../../src/observability/in-flight.js';
 import { RequestLoad } from '../../../src/processing/request-load.js';
+import { keepBusy } from '../../support/event-loop.js';
 
-const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Keeps this thread's event loop busy for `ms`, as a flood of deliveries would. */
-function spin(ms: number): void {
-  const until = performance.now() + ms;
-  while (performance.now() < until);
-}
+const tick = () => sleep(0);
 
 test('a busy loop with deliveries waiting reads as overloaded through another view of the shared memory; an idle one does not', async () => {
   const thresholds = { utilisation: 0.8, inFlight: 2 };
@@ -26,7 +22,7 @@ test('a busy loop with deliveries waiting reads as overloaded through another vi
     deliveries.enter();
     await sleep(60);
     // The loop does nothing else for three intervals: the one measured next is almost all busy.
-    spin(400);
+    keepBusy(400);
     await tick();
     assert.ok(reader.utilisation > 0.8, `busy loop read as ${reader.utilisation}`);
     assert.ok(Math.abs(reader.inFlight - 3) < 0.05, `three deliveries waited throughout: read ${reader.inFlight}`);
@@ -53,9 +49,9 @@ test('a busy loop with fewer deliveries waiting than the threshold keeps up: not
     await sleep(60);
     // One delivery waits all along, a second for the last half of the busy stretch: 1.5 on average.
     deliveries.enter();
-    spin(50);
+    keepBusy(50);
     deliveries.enter();
-    spin(50);
+    keepBusy(50);
     await tick();
     assert.ok(load.utilisation > 0.5, `busy loop read as ${load.utilisation}`);
     assert.ok(load.inFlight > 1 && load.inFlight < 2, `between one and two on average: ${load.inFlight}`);
