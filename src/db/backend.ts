@@ -46,6 +46,11 @@ export interface StoreBackend {
   /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */
   insertReturning(db: Kysely<InboxDatabase>): Promise<boolean>;
   /**
+   * Whether a record batch goes through RECORD_EVENTS_PROCEDURE: one round trip for the transaction
+   * that would otherwise take four. True where migration 0027 created it (MariaDB 10.6 and later).
+   */
+  recordsBatchesInOneCall(db: Kysely<InboxDatabase>): Promise<boolean>;
+  /**
    * After rows were inserted with ids of their own (a copy, a fixture): the next id generated for
    * `table` must come after them. MySQL and SQLite follow the largest id by themselves; a PostgreSQL
    * identity is a sequence, set here.

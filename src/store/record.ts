@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import type { StoreBackend } from '../db/backend.js';
 import { Batcher } from '../db/batcher.js';
 import { compiledRowsStatement, compiledValuesStatement } from '../db/compiled-statement.js';
-import { PAYLOAD_NOT_WHOLE_STATE, RECORD_EVENT_PROCEDURE, WHOLE_PAYLOAD_FUNCTION } from '../db/migrations.js';
+import { PAYLOAD_NOT_WHOLE_STATE, RECORD_EVENT_PROCEDURE, RECORD_EVENTS_PROCEDURE, WHOLE_PAYLOAD_FUNCTION } from '../db/migrations.js';
 import { toDbTime } from '../db/schema.js';
 import { RecordNotStoredError } from '../errors.js';
 import type { VerifiedEvent } from '../model/delivery.js';
@@ -401,20 +401,65 @@ async function insertInTransaction(db: Kysely<InboxDatabase>, unique: RecordRequ
   });
 }
 
+const RECORD_EVENTS_CALL = `call ${RECORD_EVENTS_PROCEDURE}(?, ?)`;
+
+/**
+ * The batch in one call of RECORD_EVENTS_PROCEDURE: each event's fields as a JSON array, in the order
+ * migration 0027 reads them (its keys, then where its payload starts in the bytes, counted from 1 as
+ * SQL's SUBSTRING does, and its payload's and headers' sizes), then the bytes.
+ */
+async function insertByCall(db: Kysely<InboxDatabase>, unique: RecordRequest[]): Promise<BatchOutcome> {
+  const bodies: Buffer[] = [];
+  let at = 1;
+  const events = unique.map((request) => {
+    const row = newEventRow(request);
+    const body = bodyOf(request.event);
+    const payload = Buffer.from(body.payload);
+    const headers = Buffer.from(body.headers);
+    bodies.push(payload, headers);
+    const fields = [row.provider, row.event_id, row.event_type, row.created_at, row.payment_id, row.source, at, payload.length, headers.length];
+    at += payload.length + headers.length;
+    return fields;
+  });
+  const { rows } = await db.executeQuery<unknown>(CompiledQuery.raw(RECORD_EVENTS_CALL, [JSON.stringify(events), Buffer.concat(bodies)]));
+  const answers = (rows[0] as Array<RecordedByCall & InsertedRow> | undefined) ?? [];
+  const incomplete = answers.find((answer) => answer.outcome === 'incomplete');
+  if (incomplete) {
+    const request = unique.find(({ event }) => event.provider === incomplete.provider && event.eventId === incomplete.event_id)!;
+    throw incompleteError(request.event, Number(incomplete.stored_bytes));
+  }
+  const outcome: BatchOutcome = { created: new Map(), existing: new Map() };
+  for (const answer of answers) {
+    if (answer.id === null) continue;
+    const key = eventKey(answer.provider, answer.event_id);
+    if (answer.outcome === 'recorded') outcome.created.set(key, Number(answer.id));
+    else outcome.existing.set(key, { id: Number(answer.id), status: answer.status });
+  }
+  return outcome;
+}
+
 function storedBodies(db: Kysely<InboxDatabase>, ids: number[]): Promise<StoredBody[]> {
   return db.selectFrom('webhook_event_bodies').select(['event_row_id', storedPayloadBytes]).where('event_row_id', 'in', ids).execute();
 }
 
 /**
- * Records many events at once, with one commit. With `insert` (the database has INSERT ... RETURNING:
- * MariaDB, PostgreSQL, SQLite) a batch is a transaction of two statements (one statement where
- * `insert.together` is set: PostgreSQL), and one more read with duplicates.
+ * How a record batch inserts its events: with the statements that answer the rows they inserted
+ * (INSERT ... RETURNING: MariaDB, PostgreSQL, SQLite), by one call of RECORD_EVENTS_PROCEDURE (MySQL
+ * and MariaDB with the procedure), or by a transaction that reads which events exist before it
+ * inserts the others (MySQL without it).
+ */
+export type RecordBatchPath = { kind: 'returning'; insert: NewEventsInsert } | { kind: 'call' } | { kind: 'transaction' };
+
+/**
+ * Records many events at once, with one commit: a transaction of two statements and one more read
+ * with duplicates (RETURNING; one statement on PostgreSQL, where `insert.together` is set), one call,
+ * or a transaction of five statements (see RecordBatchPath).
  * Within the batch, the first request for an event records it; the others are its duplicates. An
  * event whose row the database neither inserted nor holds (see RecordNotStoredError) is answered
  * null, for the caller to record alone; the batch's other answers stand. A payload not stored whole
  * rolls the batch back with a RecordNotStoredError.
  */
-export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], insert: NewEventsInsert | null): Promise<Array<RecordResult | null>> {
+export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordRequest[], path: RecordBatchPath): Promise<Array<RecordResult | null>> {
   const firstByKey = new Map<string, RecordRequest>();
   for (const request of requests) {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -422,7 +467,11 @@ export async function recordBatch(db: Kysely<InboxDatabase>, requests: RecordReq
   }
   // Sorted, so concurrent batches lock index entries in the same order and cannot deadlock.
   const unique = [...firstByKey.values()].sort((a, b) => compare(a.event, b.event));
-  const { created, existing } = await (insert ? insertReturning(db, insert, unique) : insertInTransaction(db, unique));
+  const { created, existing } = await (path.kind === 'returning'
+    ? insertReturning(db, path.insert, unique)
+    : path.kind === 'call'
+      ? insertByCall(db, unique)
+      : insertInTransaction(db, unique));
 
   return requests.map((request): RecordResult | null => {
     const key = eventKey(request.event.provider, request.event.eventId);
@@ -447,8 +496,8 @@ function compare(a: VerifiedEvent, b: VerifiedEvent): number {
  */
 export class EventRecorder {
   private readonly batcher: Batcher<RecordRequest, RecordResult>;
-  /** Whether the database has INSERT ... RETURNING, which spares a record batch the read before its insert. */
-  private insertReturns: Promise<boolean> | undefined;
+  /** How this database records a batch, asked of it once (see RecordBatchPath). */
+  private batchPath: Promise<RecordBatchPath> | undefined;
   private readonly insertNewEvents: NewEventsInsert;
 
   /** @param recordBatches record batches running at once, one per connection of `ackDb`. */
@@ -481,9 +530,9 @@ export class EventRecorder {
     const alone = () => Promise.allSettled(requests.map((request) => this.recordOne(request)));
     if (requests.length === 1) return alone();
     try {
-      const returning = await this.insertReturning();
-      if (!returning && requests.length < MIN_TRANSACTION_BATCH) return await alone();
-      const results = await this.errors.withConflictRetries(() => recordBatch(this.ackDb, requests, returning ? this.insertNewEvents : null));
+      const path = await this.recordBatchPath();
+      if (path.kind === 'transaction' && requests.length < MIN_TRANSACTION_BATCH) return await alone();
+      const results = await this.errors.withConflictRetries(() => recordBatch(this.ackDb, requests, path));
       return await Promise.allSettled(results.map((result, i) => (result ? Promise.resolve(result) : this.recordOne(requests[i]!))));
     } catch (error) {
       // Unreachable: every waiting delivery gets the 503. Otherwise a concurrent insert of one of the
@@ -495,12 +544,17 @@ export class EventRecorder {
   }
 
   /** Asked of the server once; asked again after a failure (it may have been down). */
-  private insertReturning(): Promise<boolean> {
-    this.insertReturns ??= this.backend.insertReturning(this.ackDb).catch((error: unknown) => {
-      this.insertReturns = undefined;
+  private recordBatchPath(): Promise<RecordBatchPath> {
+    this.batchPath ??= this.askBatchPath().catch((error: unknown) => {
+      this.batchPath = undefined;
       throw error;
     });
-    return this.insertReturns;
+    return this.batchPath;
+  }
+
+  private async askBatchPath(): Promise<RecordBatchPath> {
+    if (await this.backend.recordsBatchesInOneCall(this.ackDb)) return { kind: 'call' };
+    return (await this.backend.insertReturning(this.ackDb)) ? { kind: 'returning', insert: this.insertNewEvents } : { kind: 'transaction' };
   }
 
   /**
@@ -524,13 +578,13 @@ export class EventRecorder {
    */
   private async insertOne(request: RecordRequest): Promise<RecordResult | null> {
     if (this.backend.recordsAloneInOneCall) return recordByCall(this.ackDb, request);
-    return (await recordBatch(this.ackDb, [request], this.insertNewEvents))[0]!;
+    return (await recordBatch(this.ackDb, [request], { kind: 'returning', insert: this.insertNewEvents }))[0]!;
   }
 }
 
 /** The row RECORD_EVENT_PROCEDURE answers. */
 interface RecordedByCall {
-  id: number | string;
+  id: number | string | null;
   outcome: 'recorded' | 'duplicate' | 'incomplete';
   status: EventStatus;
   stored_bytes: number | string | null;

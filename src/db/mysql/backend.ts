@@ -3,9 +3,10 @@ import { createConnection, createPool } from 'mysql2';
 import { serverDatabaseName } from '../../config/database-url.js';
 import { MAX_KEY_LENGTH } from '../../model/delivery.js';
 import type { StoreBackend } from '../backend.js';
-import type { ColumnTypes } from '../migrations.js';
+import { RECORD_EVENTS_PROCEDURE, type ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
 import { preparingPool } from './prepared-pool.js';
+import { hasInsertReturning } from './server-version.js';
 
 const COLUMN_TYPES: ColumnTypes = {
   dialect: 'mysql',
@@ -49,12 +50,6 @@ const REFUSED_ERRNOS = new Set([
 
 function driverError(error: unknown): { code?: string; errno?: number; fatal?: boolean } {
   return typeof error === 'object' && error !== null ? error : {};
-}
-
-/** `SELECT VERSION()` of a server with INSERT ... RETURNING: MariaDB from 10.5 on; no MySQL release has it. */
-export function hasInsertReturning(version: string): boolean {
-  const mariadb = /^(\d+)\.(\d+)\.\d+-.*mariadb/i.exec(version);
-  return mariadb !== null && Number(mariadb[1]) * 100 + Number(mariadb[2]) >= 1005;
 }
 
 export const mysqlBackend: StoreBackend = {
@@ -121,6 +116,13 @@ export const mysqlBackend: StoreBackend = {
   async insertReturning(db) {
     const { rows } = await sql<{ version: string }>`select version() as version`.execute(db);
     return hasInsertReturning(rows[0]?.version ?? '');
+  },
+
+  async recordsBatchesInOneCall(db) {
+    const { rows } = await sql<{
+      n: number | string;
+    }>`select count(*) as n from information_schema.routines where routine_schema = database() and routine_name = ${RECORD_EVENTS_PROCEDURE}`.execute(db);
+    return Number(rows[0]?.n) > 0;
   },
 
   async followInsertedIds() {},

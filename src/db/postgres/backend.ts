@@ -163,6 +163,10 @@ export const postgresBackend: StoreBackend = {
     });
   },
 
+  async recordsBatchesInOneCall() {
+    return false;
+  },
+
   async insertReturning() {
     return true;
   },

@@ -64,6 +64,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0024_event_bodies',
       '0025_whole_payload_check',
       '0026_record_event_procedure',
+      '0027_record_events_procedure',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

@@ -8,12 +8,13 @@ import type { CoursePlatformTables } from '../../../src/course-platform/schema.j
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
-import { ConcurrentInsertError, newEventsInsert, recordBatch, type NewEventsInsert } from '../../../src/store/record.js';
-import { hasInsertReturning, mysqlBackend } from '../../../src/db/mysql/backend.js';
+import { ConcurrentInsertError, newEventsInsert, recordBatch, type NewEventsInsert, type RecordBatchPath } from '../../../src/store/record.js';
+import { mysqlBackend } from '../../../src/db/mysql/backend.js';
+import { hasInsertReturning, recordsBatchesByProcedure } from '../../../src/db/mysql/server-version.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import { RECORD_EVENT_PROCEDURE } from '../../../src/db/migrations.js';
+import { RECORD_EVENT_PROCEDURE, RECORD_EVENTS_PROCEDURE } from '../../../src/db/migrations.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
@@ -217,19 +218,87 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       }
     });
 
-    test('the store records an event alone through the procedure: without it, the event is not acknowledged', async () => {
+    /** A migrated store on a database of its own, for a test that changes the store's procedures. */
+    async function withOwnStore(use: (recording: ReturnType<typeof openStore>) => Promise<void>): Promise<void> {
       const own = await createTestDatabase('mysql');
       assert.ok(!('skip' in own), 'MariaDB runs where this suite does');
       const recording = openStore(own.url, { poolSize: 1, clock });
       try {
         await recording.migrate();
+        await use(recording);
+      } finally {
+        await recording.close();
+        await own.drop();
+      }
+    }
+
+    test('the store records an event alone through the procedure: without it, the event is not acknowledged', () =>
+      withOwnStore(async (recording) => {
         assert.equal((await recording.record(verified('via_call'))).outcome, 'recorded');
         await sql`drop procedure ${sql.raw(RECORD_EVENT_PROCEDURE)}`.execute(recording.db);
         await assert.rejects(recording.record(verified('without_call')), /webhook_inbox_record_event/);
         assert.equal(await recording.findEvent('razorpay', 'without_call'), null);
+      }));
+
+    test('the store records a batch of deliveries by one call of the batch procedure (migration 0027), each answered exactly', () =>
+      withOwnStore(async (recording) => {
+        assert.equal(await mysqlBackend.recordsBatchesInOneCall(recording.db), true, 'this MariaDB (10.11) is one the migration creates the procedure on');
+        // The procedure, renamed, behind one of its name that counts the calls and the events each carried.
+        const created = await sql<Record<string, string>>`show create procedure ${sql.raw(RECORD_EVENTS_PROCEDURE)}`.execute(recording.db);
+        const definition = created.rows[0]!['Create Procedure']!;
+        await sql`create table batch_calls (id int auto_increment primary key, events int not null)`.execute(recording.db);
+        await sql`drop procedure ${sql.raw(RECORD_EVENTS_PROCEDURE)}`.execute(recording.db);
+        await sql.raw(definition.replace(/procedure `?webhook_inbox_record_events`?/i, 'procedure counted_record_events')).execute(recording.db);
+        await sql`create procedure ${sql.raw(RECORD_EVENTS_PROCEDURE)}(in p_events longtext character set utf8mb4 collate utf8mb4_bin, in p_bodies longblob)
+          modifies sql data
+          begin
+            insert into batch_calls (events) values (json_length(p_events));
+            call counted_record_events(p_events, p_bodies);
+          end`.execute(recording.db);
+        const stored = await recording.record(verified('bc_stored'));
+        // Keys that differ only in case are two events; quotes, backslashes, tabs and emoji travel as JSON to the server.
+        const names = [...Array.from({ length: 17 }, (_, i) => `bc_${i}`), 'BC_0', 'bc_"\\ \t\u00e9\u{1F600}', 'bc_</script>', 'bc_stored', 'bc_3'];
+        const results = await Promise.all(names.map((name) => recording.record({ ...verified(name), payload: JSON.stringify({ id: name, text: '\u00e9t\u00e9 \u{1F600}' }) })));
+        assert.deepEqual(
+          results.map((r) => r.outcome),
+          [...Array.from({ length: 20 }, () => 'recorded'), 'duplicate', 'duplicate'],
+        );
+        assert.equal(results[20]!.id, stored.id);
+        assert.equal(results[21]!.id, results[3]!.id, "a copy within the batch names the first delivery's row");
+        for (const [i, name] of names.slice(0, 20).entries()) {
+          const row = await selectEventRows(recording.db).where('event_id', '=', name).executeTakeFirstOrThrow();
+          assert.deepEqual(
+            [row.id, row.payload, row.headers],
+            [results[i]!.id, JSON.stringify({ id: name, text: '\u00e9t\u00e9 \u{1F600}' }), '{}'],
+            `${name}: its row and its body, byte for byte`,
+          );
+        }
+        const calls = await sql<{ events: number }>`select events from batch_calls`.execute(recording.db);
+        // The first delivery finds the connection free and goes alone (the one-event procedure); the others wait and go together.
+        assert.ok(calls.rows.length >= 1, 'at least one batch went by the call');
+        assert.ok(
+          calls.rows.every((call) => Number(call.events) >= 2),
+          'a call carries a batch, never one event',
+        );
+        assert.ok(calls.rows.reduce((sum, call) => sum + Number(call.events), 0) <= names.length - 1, 'no event twice: the copy of bc_3 waited for its first delivery');
+      }));
+
+    test('a payload stored with another size by the batch procedure rolls the whole batch back there, and is refused naming its event', async () => {
+      await sql`create trigger cut_batch_call_payload before insert on webhook_event_bodies for each row begin
+        if new.payload like '%cut\_batch\_call%' then set new.payload = left(new.payload, 5); end if;
+      end`.execute(store.db);
+      try {
+        const requests = ['bcut_beside', 'cut_batch_call'].map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
+        await assert.rejects(recordBatch(store.db, requests, { kind: 'call' }), (error) => {
+          assert.ok(error instanceof RecordNotStoredError, String(error));
+          assert.match(error.message, /razorpay\/cut_batch_call: the database stored 5 of its \d+ payload bytes; not acknowledged/);
+          return true;
+        });
+        for (const name of ['bcut_beside', 'cut_batch_call']) assert.equal(await store.findEvent('razorpay', name), null, `${name}: rolled back, row and body`);
+        const [beside] = await recordBatch(store.db, requests.slice(0, 1), { kind: 'call' });
+        assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
       } finally {
-        await recording.close();
-        await own.drop();
+        await sql`drop trigger cut_batch_call_payload`.execute(store.db);
       }
     });
   }
@@ -242,12 +311,20 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
   /** PostgreSQL records a batch in one statement (StoreBackend.recordsInOneStatement). */
   const oneStatement = suite.backend === 'postgres';
 
-  for (const returning of [true, false]) {
-    const path = returning ? 'INSERT ... RETURNING' : 'a transaction (MySQL, no RETURNING)';
+  /** Each way a record batch can insert (RecordBatchPath), where this store has it; by its test name and its rows' tag. */
+  const batchPaths: Array<{ kind: RecordBatchPath['kind']; name: string; tag: string }> = [
+    { kind: 'returning', name: 'INSERT ... RETURNING', tag: 'ret' },
+    ...(suite.backend === 'mysql' ? [{ kind: 'call' as const, name: 'one call of the procedure (migration 0027)', tag: 'call' }] : []),
+    { kind: 'transaction', name: 'a transaction (MySQL, no RETURNING)', tag: 'tx' },
+  ];
+  /** The RecordBatchPath of `kind`, its statements run on `db`. */
+  const batchPath = (kind: RecordBatchPath['kind'], db = store.db): RecordBatchPath => (kind === 'returning' ? { kind, insert: newEventsInsert(db, oneStatement) } : { kind });
+
+  for (const { kind, name: path, tag } of batchPaths) {
+    const returning = kind === 'returning';
     const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
 
     test(`recordBatch through ${path}: new, repeated, stored and archived events, each answered exactly`, async () => {
-      const tag = returning ? 'ret' : 'tx';
       const stored = await store.record(verified(`rb_${tag}_stored`));
       const now = toDbTime(clock.now());
       await store.db
@@ -255,7 +332,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         .values({
           provider: 'razorpay',
           event_id: `rb_${tag}_archived`,
-          event_row_id: 555_000 + Number(returning),
+          event_row_id: 555_000 + batchPaths.findIndex((other) => other.kind === kind),
           event_created_at: now,
           archive_file: 'archive-1.jsonl.gz',
           archived_at: now,
@@ -266,11 +343,12 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       const kinds = new Map<unknown, string>();
       const counter: KyselyPlugin = {
         transformQuery: ({ node, queryId }) => (kinds.set(queryId, node.kind), node),
-        transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId)!), result),
+        // A compiled query (the procedure's call) reaches only transformResult.
+        transformResult: async ({ result, queryId }) => (statements.push(kinds.get(queryId) ?? 'CompiledQuery'), result),
       };
       const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
       const watched = store.db.withPlugin(counter);
-      const insert = returning ? newEventsInsert(watched, oneStatement) : null;
+      const insert = batchPath(kind, watched);
       const results = await recordBatch(watched, requests(names), insert);
       assert.deepEqual(
         results.map((r) => r?.outcome),
@@ -278,37 +356,40 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       );
       assert.equal(results[3]!.id, results[0]!.id, 'a repeat within the batch names the row its first delivery recorded');
       assert.deepEqual(results[2], { outcome: 'duplicate', id: stored.id, status: 'received' });
-      assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + Number(returning), status: 'processed' });
+      assert.deepEqual(results[4], { outcome: 'duplicate', id: 555_000 + batchPaths.findIndex((other) => other.kind === kind), status: 'processed' });
       assert.equal(await store.findEvent('razorpay', `rb_${tag}_archived`), null, 'no row for an archived event');
       for (const i of [0, 1]) assert.equal((await store.findEvent('razorpay', names[i]!))?.id, results[i]!.id);
-      const inserts = !returning
-        ? ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode']
-        : oneStatement
-          ? ['SelectQueryNode']
-          : ['InsertQueryNode', 'InsertQueryNode'];
+      const inserts =
+        kind === 'transaction'
+          ? ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode']
+          : kind === 'call'
+            ? ['CompiledQuery']
+            : oneStatement
+              ? ['SelectQueryNode']
+              : ['InsertQueryNode', 'InsertQueryNode'];
       assert.deepEqual(
         statements,
         returning ? [...inserts, 'SelectQueryNode'] : inserts,
-        'the events and their bodies inserted (in one statement on PostgreSQL), and one read for the events it did not insert',
+        'the events and their bodies inserted (in one statement on PostgreSQL, by one call of the procedure), and with RETURNING one read for the events it did not insert',
       );
 
       statements.length = 0;
       await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
-      if (returning) assert.deepEqual(statements, inserts, 'a batch of new events is their rows and their bodies: two statements, or one on PostgreSQL');
+      if (kind !== 'transaction') assert.deepEqual(statements, inserts, 'a batch of new events is their rows and their bodies: two statements, or one');
     });
 
     test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
-      const names = Array.from({ length: 30 }, (_, i) => `rb_race_${returning}_${i}`);
+      const names = Array.from({ length: 30 }, (_, i) => `rb_race_${tag}_${i}`);
       const orders = [names, [...names].reverse()];
-      const insert = returning ? newEventsInsert(store.db, oneStatement) : null;
+      const insert = batchPath(kind);
       const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
       const answers = outcomes.flatMap((outcome, batch) => {
         if (outcome.status === 'fulfilled') return (outcome.value as RecordResult[]).map((result, i) => ({ name: orders[batch]![i]!, ...result }));
-        // Without RETURNING a batch that meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
-        assert.ok(!returning && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
+        // A transaction that reads before it inserts and meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
+        assert.ok(kind === 'transaction' && outcome.reason instanceof ConcurrentInsertError, String(outcome.reason));
         return [];
       });
-      if (returning) assert.equal(answers.length, 2 * names.length, 'with RETURNING neither batch gives up');
+      if (kind !== 'transaction') assert.equal(answers.length, 2 * names.length, 'with RETURNING or the call neither batch gives up');
       for (const name of names) {
         const row = await store.findEvent('razorpay', name);
         const own = answers.filter((a) => a.name === name);
@@ -363,7 +444,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       bodies: (rows, runner) => insert.bodies(cut(rows), runner),
       together: insert.together && ((rows, runner) => insert.together!(cut(rows), runner)),
     };
-    await assert.rejects(recordBatch(store.db, requests(['cut_batch', 'gc_beside_cut']), cutting), (error) => {
+    await assert.rejects(recordBatch(store.db, requests(['cut_batch', 'gc_beside_cut']), { kind: 'returning', insert: cutting }), (error) => {
       assert.ok(error instanceof RecordNotStoredError);
       assert.match(error.message, /razorpay\/cut_batch: the database stored 5 of its \d+ payload bytes; not acknowledged/);
       return true;
@@ -379,7 +460,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         ).n,
       );
     assert.equal(await rowsOf('webhook_event_bodies'), await rowsOf('webhook_events'), 'one body per event');
-    const [beside] = await recordBatch(store.db, requests(['gc_beside_cut']), insert);
+    const [beside] = await recordBatch(store.db, requests(['gc_beside_cut']), { kind: 'returning', insert });
     assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
   });
 
@@ -710,17 +791,20 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     );
 });
 
-test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL', () => {
-  const versions = {
-    '10.11.19-MariaDB-0+deb12u1': true,
-    '10.5.0-MariaDB': true,
-    '11.4.2-MariaDB-log': true,
-    '10.4.32-MariaDB': false,
-    '8.0.36': false,
-    '8.4.0-commercial': false,
-    '5.7.44-log': false,
+test('INSERT ... RETURNING is MariaDB 10.5 and later, not MySQL; the batch procedure (migration 0027, JSON_TABLE) MariaDB 10.6 and later, not MySQL, where it is unproven', () => {
+  /** Each server version: whether it has INSERT ... RETURNING, whether it gets the batch procedure. */
+  const versions: Record<string, [boolean, boolean]> = {
+    '10.11.19-MariaDB-0+deb12u1': [true, true],
+    '11.4.2-MariaDB-log': [true, true],
+    '10.6.0-MariaDB': [true, true],
+    '10.5.27-MariaDB': [true, false],
+    '10.4.32-MariaDB': [false, false],
+    '8.0.36': [false, false],
+    '8.4.0-commercial': [false, false],
+    '5.7.44-log': [false, false],
+    unknown: [false, false],
   };
-  for (const [version, expected] of Object.entries(versions)) assert.equal(hasInsertReturning(version), expected, version);
+  for (const [version, expected] of Object.entries(versions)) assert.deepEqual([hasInsertReturning(version), recordsBatchesByProcedure(version)], expected, version);
 });
 
 for (const backend of STORE_BACKENDS) {

@@ -58,6 +58,7 @@ for (const backend of STORE_BACKENDS) {
         '0024_event_bodies',
         '0025_whole_payload_check',
         '0026_record_event_procedure',
+        '0027_record_events_procedure',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
