@@ -422,7 +422,7 @@ async function insertByCall(db: Kysely<InboxDatabase>, unique: RecordRequest[]):
     return fields;
   });
   const { rows } = await db.executeQuery<unknown>(CompiledQuery.raw(RECORD_EVENTS_CALL, [JSON.stringify(events), Buffer.concat(bodies)]));
-  const answers = (rows[0] as Array<RecordedByCall & InsertedRow> | undefined) ?? [];
+  const answers = (rows[0] as Array<RecordedByCall & { provider: string; event_id: string }> | undefined) ?? [];
   const incomplete = answers.find((answer) => answer.outcome === 'incomplete');
   if (incomplete) {
     const request = unique.find(({ event }) => event.provider === incomplete.provider && event.eventId === incomplete.event_id)!;
