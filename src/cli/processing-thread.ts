@@ -100,22 +100,22 @@ export class ProcessingThread {
     else if (this.undelivered.length + message.ids.length <= MAX_UNDELIVERED_IDS) this.undelivered.push(...message.ids);
   }
 
-  private spawn(sinks: RequestThreadInbox): Worker {
+  private spawn(inbox: RequestThreadInbox): Worker {
     const data: ThreadData = { role: ROLE, config: this.config, requestLoad: this.requestLoad.buffer };
     const [entry, evaluated] = threadEntry();
     const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
     if (this.undelivered.length > 0) worker.postMessage({ kind: 'announced', ids: this.undelivered } satisfies AnnouncedIds);
     this.undelivered = [];
     worker.on('message', (message: RelayedCalls) => {
-      if (message.kind === 'metrics') replayCalls(sinks.metrics, message.calls);
+      if (message.kind === 'metrics') replayCalls(inbox.metrics, message.calls);
     });
-    worker.on('error', (error) => sinks.logger.error({ err: error }, "the workers' thread failed"));
+    worker.on('error', (error) => inbox.logger.error({ err: error }, "the workers' thread failed"));
     worker.on('exit', (code) => {
       if (this.stopping) return;
       this.worker = null;
-      sinks.logger.error({ code }, `the workers' thread exited; it starts again in ${RESTART_DELAY_MS} ms, and its events wait in the database meanwhile`);
+      inbox.logger.error({ code }, `the workers' thread exited; it starts again in ${RESTART_DELAY_MS} ms, and its events wait in the database meanwhile`);
       setTimeout(() => {
-        if (!this.stopping) this.worker = this.spawn(sinks);
+        if (!this.stopping) this.worker = this.spawn(inbox);
       }, RESTART_DELAY_MS).unref();
     });
     return worker;
