@@ -444,9 +444,9 @@ function storedBodies(db: Kysely<InboxDatabase>, ids: number[]): Promise<StoredB
 
 /**
  * How a record batch inserts its events: with the statements that answer the rows they inserted
- * (INSERT ... RETURNING: MariaDB, PostgreSQL, SQLite), by one call of RECORD_EVENTS_PROCEDURE (MySQL
- * and MariaDB with the procedure), or by a transaction that reads which events exist before it
- * inserts the others (MySQL without it).
+ * (INSERT ... RETURNING: MariaDB, PostgreSQL, SQLite), by one call of RECORD_EVENTS_PROCEDURE (MariaDB
+ * 10.6 and later, where migration 0027 created it), or by a transaction that reads which events exist
+ * before it inserts the others (MySQL).
  */
 export type RecordBatchPath = { kind: 'returning'; insert: NewEventsInsert } | { kind: 'call' } | { kind: 'transaction' };
 
@@ -582,7 +582,10 @@ export class EventRecorder {
   }
 }
 
-/** The row RECORD_EVENT_PROCEDURE answers. */
+/**
+ * The row RECORD_EVENT_PROCEDURE answers, and each of RECORD_EVENTS_PROCEDURE's, which also names its
+ * event's keys and has a null id for an event the database neither inserted nor holds.
+ */
 interface RecordedByCall {
   id: number | string | null;
   outcome: 'recorded' | 'duplicate' | 'incomplete';

@@ -179,12 +179,12 @@ export const sqliteBackend: StoreBackend = {
   async ensureDatabase() {},
 
   // better-sqlite3 12 bundles SQLite 3.4x; RETURNING came with 3.35.
-  async recordsBatchesInOneCall() {
-    return false;
-  },
-
   async insertReturning() {
     return true;
+  },
+
+  async recordsBatchesInOneCall() {
+    return false;
   },
 
   async followInsertedIds() {},
