@@ -91,6 +91,45 @@ export function nextCapacityRate(trials: CapacityTrial[], search: CapacitySearch
   return next <= highestPass || next >= lowestFailure ? null : next;
 }
 
+/**
+ * One target's search, one step at a time, so that several targets' searches can take turns: the
+ * host's slow minutes then fall on every target alike instead of on whichever searched during them.
+ */
+export class CapacitySearchProgress {
+  /** One combined verdict per rate decided so far, in the order tried. */
+  readonly trials: CapacityTrial[] = [];
+  /** The steps run at the rate being decided. */
+  private tries: CapacityTrial[] = [];
+
+  constructor(
+    private readonly search: CapacitySearch,
+    /** Steps allowed at each rate (see triesDecided). */
+    private readonly triesAllowed: number,
+  ) {}
+
+  /** The rate of the next step, or null once the search is over. */
+  nextRate(): number | null {
+    return this.tries[0]?.rate ?? nextCapacityRate(this.trials, this.search);
+  }
+
+  /** Which try at its rate the next step is, from 1. */
+  nextTry(): number {
+    return this.tries.length + 1;
+  }
+
+  /** Takes one step's verdict, at the rate nextRate() gave. */
+  record(trial: CapacityTrial): void {
+    this.tries.push(trial);
+    if (!triesDecided(this.tries, this.triesAllowed)) return;
+    this.trials.push(combineTries(this.tries));
+    this.tries = [];
+  }
+
+  capacity(): number {
+    return capacityOf(this.trials);
+  }
+}
+
 /** The highest rate that passed, or 0 when none did. */
 export function capacityOf(trials: CapacityTrial[]): number {
   return Math.max(0, ...trials.filter((t) => t.passed).map((t) => t.rate));

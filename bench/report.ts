@@ -527,7 +527,7 @@ function capacitySection(results: BenchResults): string[] {
     '|---|---|---|---|',
     ...capacity.map((c) => `| ${c.label} | ${c.capacity} | ${cell(c.ratioToNaive, 'x')} | ${steps(c.target)} |`),
     '',
-    `From ${results.settings.capacityStart}/s, doubled until a rate fails, then ${results.settings.capacityRefine} rate(s) halving the gap; each rate tried up to ${results.settings.capacityTries} time(s), passing when most tries pass; capacity is the highest rate that passed (median over repetitions).`,
+    `From ${results.settings.capacityStart}/s, doubled until a rate fails, then ${results.settings.capacityRefine} rate(s) halving the gap; each rate tried up to ${results.settings.capacityTries} time(s), passing when most tries pass; the targets' searches take turns step by step, so each meets the same minutes of the host; capacity is the highest rate that passed (median over repetitions).`,
   ];
 }
 

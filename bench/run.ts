@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CommanderError } from 'commander';
 import { runBacklog, type BacklogRun } from './backlog.js';
-import { CAPACITY_LIMITS, capacityOf, combineTries, nextCapacityRate, trialOf, triesDecided, type CapacityTrial } from './capacity.js';
+import { CAPACITY_LIMITS, CapacitySearchProgress, trialOf } from './capacity.js';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
 import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
@@ -192,39 +192,48 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
 }
 
 /**
- * The capacity search of one target (bench/capacity.ts) on a database of its own: fixed-rate steps of
- * --capacity-duration, each after the previous one's work is done (or, when it cannot be done within
- * the drain timeout, turned into history), so every step starts on a settled service.
+ * The capacity searches (bench/capacity.ts) of the given targets, each on a database of its own, all
+ * started at once and taking turns one step at a time, in one order and then the reverse: the tries
+ * of a rate and the targets a ratio compares then meet the same minutes of the shared host. Each
+ * step starts after the previous one's work is done (or, when it cannot be done within the drain
+ * timeout, turned into history), so every step starts on a settled service.
  */
-async function runCapacity(settings: BenchSettings, spec: TargetSpec, repetition: number, workDir: string, route: Route): Promise<CapacityRun> {
-  const database = await createBenchDatabase(spec.store, settings, workDir);
-  return holding(
-    () => database.drop(),
-    async () => {
+async function runCapacities(settings: BenchSettings, specs: TargetSpec[], repetition: number, workDir: string, route: Route): Promise<CapacityRun[]> {
+  const cleanups: Array<() => Promise<void>> = [];
+  const hold = (cleanup: () => Promise<void>) => {
+    cleanups.push(cleanup);
+    running.add(cleanup);
+  };
+  try {
+    const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
+    const searches = [];
+    for (const spec of specs) {
+      const database = await createBenchDatabase(spec.store, settings, workDir);
+      hold(() => database.drop());
       const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { env: settings.serviceEnv });
-      return holding(
-        () => target.stop(),
-        async () => {
-          if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
-          await settleBacklog(database);
-          const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
-          const trials: CapacityTrial[] = [];
-          for (let rate = nextCapacityRate(trials, search); rate !== null; rate = nextCapacityRate(trials, search)) {
-            const tries: CapacityTrial[] = [];
-            while (!triesDecided(tries, settings.capacityTries)) {
-              const step = await measuredStep(settings, spec, database, target, 'paced', settings.capacityDurationSec, rate);
-              const trial = trialOf(rate, step);
-              console.log(`  ${spec.name} capacity step ${rate}/s, try ${tries.length + 1}: ${trial.passed ? 'pass' : 'FAIL'}: ${describeStep(spec, step)}`);
-              tries.push(trial);
-              await settleBacklog(database);
-            }
-            trials.push(combineTries(tries));
-          }
-          return { target: spec.name, repetition, trials, capacity: capacityOf(trials) };
-        },
-      );
-    },
-  );
+      hold(() => target.stop());
+      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
+      await settleBacklog(database);
+      searches.push({ spec, database, target, progress: new CapacitySearchProgress(search, settings.capacityTries) });
+    }
+    for (let round = 0; searches.some(({ progress }) => progress.nextRate() !== null); round++) {
+      for (const { spec, database, target, progress } of round % 2 === 0 ? searches : searches.toReversed()) {
+        const rate = progress.nextRate();
+        if (rate === null) continue;
+        const step = await measuredStep(settings, spec, database, target, 'paced', settings.capacityDurationSec, rate);
+        const trial = trialOf(rate, step);
+        console.log(`  ${spec.name} capacity step ${rate}/s, try ${progress.nextTry()}: ${trial.passed ? 'pass' : 'FAIL'}: ${describeStep(spec, step)}`);
+        progress.record(trial);
+        await settleBacklog(database);
+      }
+    }
+    return searches.map(({ spec, progress }) => ({ target: spec.name, repetition, trials: progress.trials, capacity: progress.capacity() }));
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      running.delete(cleanup);
+      await cleanup();
+    }
+  }
 }
 
 /**
@@ -323,7 +332,16 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
         );
         backlog.push(run);
       }
-      for (const name of settings.capacityTargets) capacity.push(await runCapacity(settings, TARGETS[name]!, repetition, workDir, route));
+      if (settings.capacityTargets.length > 0)
+        capacity.push(
+          ...(await runCapacities(
+            settings,
+            settings.capacityTargets.map((name) => TARGETS[name]!),
+            repetition,
+            workDir,
+            route,
+          )),
+        );
     }
     const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir, route) : [];
     const results: BenchResults = {

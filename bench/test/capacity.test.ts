@@ -1,18 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { capacityOf, combineTries, nextCapacityRate, trialOf, triesDecided, type CapacityTrial } from '../capacity.js';
+import { CapacitySearchProgress, capacityOf, combineTries, trialOf, triesDecided, type CapacityTrial } from '../capacity.js';
 import type { ProcessingStats } from '../database.js';
 import type { LoadResult } from '../load-generator.js';
 
 const search = { start: 100, refine: 2, max: 8000 };
 
-/** Runs the search against a target that passes every rate up to `limit`. */
+const step = (rate: number, passed: boolean): CapacityTrial => ({
+  rate,
+  passed,
+  acksPerSec: rate,
+  ackP99Ms: 1,
+  keepUp: 1,
+  lagP99Ms: 1,
+  failures: 0,
+  tries: 1,
+  triesPassed: passed ? 1 : 0,
+});
+
+/** Runs the search, one try per rate, against a target that passes every rate up to `limit`. */
 function searchUpTo(limit: number, options = search): number[] {
-  const trials: CapacityTrial[] = [];
-  for (let rate = nextCapacityRate(trials, options); rate !== null; rate = nextCapacityRate(trials, options)) {
-    trials.push({ rate, passed: rate <= limit, acksPerSec: rate, ackP99Ms: 1, keepUp: 1, lagP99Ms: 1, failures: 0, tries: 1, triesPassed: rate <= limit ? 1 : 0 });
-  }
-  return trials.map((t) => t.rate);
+  const progress = new CapacitySearchProgress(options, 1);
+  for (let rate = progress.nextRate(); rate !== null; rate = progress.nextRate()) progress.record(step(rate, rate <= limit));
+  return progress.trials.map((t) => t.rate);
 }
 
 const load = (overrides: Partial<LoadResult> = {}): LoadResult => ({
@@ -58,6 +68,30 @@ describe('capacity search', () => {
     assert.deepEqual(searchUpTo(250, { ...search, refine: 0 }), [100, 200, 400]);
     assert.deepEqual(searchUpTo(10, { ...search, refine: 1 }), [100, 50]);
     assert.equal(capacityOf([{ rate: 100, passed: false } as CapacityTrial]), 0);
+  });
+
+  test('taken one step at a time, it stays at a rate until its tries decide it', () => {
+    const progress = new CapacitySearchProgress({ start: 100, refine: 1, max: 8000 }, 3);
+    const taken: string[] = [];
+    // 100 passes twice; 200 fails, passes, fails; the refinement at 150 passes, fails, passes.
+    const outcomes = [true, true, false, true, false, true, false, true];
+    for (const passed of outcomes) {
+      const rate = progress.nextRate();
+      assert.notEqual(rate, null);
+      taken.push(`${rate}#${progress.nextTry()}`);
+      progress.record(step(rate!, passed));
+    }
+    assert.deepEqual(taken, ['100#1', '100#2', '200#1', '200#2', '200#3', '150#1', '150#2', '150#3']);
+    assert.equal(progress.nextRate(), null, 'one refinement after the first failure, then over');
+    assert.deepEqual(
+      progress.trials.map((t) => [t.rate, t.passed, t.tries, t.triesPassed]),
+      [
+        [100, true, 2, 2],
+        [200, false, 3, 1],
+        [150, true, 3, 2],
+      ],
+    );
+    assert.equal(progress.capacity(), 150);
   });
 
   test('stops at --max-rate when every step passes', () => {
