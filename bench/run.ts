@@ -191,31 +191,56 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   );
 }
 
+/** A capacity target started for its search: its service, its database and where its search stands. */
+interface CapacitySearchTarget {
+  spec: TargetSpec;
+  database: BenchDatabase;
+  target: RunningTarget;
+  progress: CapacitySearchProgress;
+}
+
 /**
- * The capacity searches (bench/capacity.ts) of the given targets, each on a database of its own, all
- * started at once and taking turns one step at a time, in one order and then the reverse: the tries
- * of a rate and the targets a ratio compares then meet the same minutes of the shared host. Each
- * step starts after the previous one's work is done (or, when it cannot be done within the drain
- * timeout, turned into history), so every step starts on a settled service.
+ * Starts each target of `specs` on a database of its own, warmed up and settled, then runs `body` with
+ * all of them; each is stopped and its database dropped afterwards, also when the bench is interrupted.
+ */
+async function withCapacityTargets<T>(
+  settings: BenchSettings,
+  specs: TargetSpec[],
+  workDir: string,
+  route: Route,
+  body: (started: CapacitySearchTarget[]) => Promise<T>,
+  started: CapacitySearchTarget[] = [],
+): Promise<T> {
+  const spec = specs[started.length];
+  if (!spec) return body(started);
+  const database = await createBenchDatabase(spec.store, settings, workDir);
+  return holding(
+    () => database.drop(),
+    async () => {
+      const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { env: settings.serviceEnv });
+      return holding(
+        () => target.stop(),
+        async () => {
+          if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
+          await settleBacklog(database);
+          const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
+          const progress = new CapacitySearchProgress(search, settings.capacityTries);
+          return withCapacityTargets(settings, specs, workDir, route, body, [...started, { spec, database, target, progress }]);
+        },
+      );
+    },
+  );
+}
+
+/**
+ * The capacity searches (bench/capacity.ts) of the given targets, all started at once and taking
+ * turns one step at a time, in one order and then the reverse: the tries of a rate and the targets a
+ * ratio compares then meet the same minutes of the shared host. Each step starts after the previous
+ * one's work is done (or, when it cannot be done within the drain timeout, turned into history), so
+ * every step starts on a settled service.
  */
 async function runCapacities(settings: BenchSettings, specs: TargetSpec[], repetition: number, workDir: string, route: Route): Promise<CapacityRun[]> {
-  const cleanups: Array<() => Promise<void>> = [];
-  const hold = (cleanup: () => Promise<void>) => {
-    cleanups.push(cleanup);
-    running.add(cleanup);
-  };
-  try {
-    const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
-    const searches = [];
-    for (const spec of specs) {
-      const database = await createBenchDatabase(spec.store, settings, workDir);
-      hold(() => database.drop());
-      const target = await startTarget(spec, spec.store === 'mysql' ? route(database.url) : database.url, logDir(settings), { env: settings.serviceEnv });
-      hold(() => target.stop());
-      if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
-      await settleBacklog(database);
-      searches.push({ spec, database, target, progress: new CapacitySearchProgress(search, settings.capacityTries) });
-    }
+  return withCapacityTargets(settings, specs, workDir, route, async (searches) => {
     for (let round = 0; searches.some(({ progress }) => progress.nextRate() !== null); round++) {
       for (const { spec, database, target, progress } of round % 2 === 0 ? searches : searches.toReversed()) {
         const rate = progress.nextRate();
@@ -228,12 +253,7 @@ async function runCapacities(settings: BenchSettings, specs: TargetSpec[], repet
       }
     }
     return searches.map(({ spec, progress }) => ({ target: spec.name, repetition, trials: progress.trials, capacity: progress.capacity() }));
-  } finally {
-    for (const cleanup of cleanups.reverse()) {
-      running.delete(cleanup);
-      await cleanup();
-    }
-  }
+  });
 }
 
 /**
@@ -332,16 +352,8 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
         );
         backlog.push(run);
       }
-      if (settings.capacityTargets.length > 0)
-        capacity.push(
-          ...(await runCapacities(
-            settings,
-            settings.capacityTargets.map((name) => TARGETS[name]!),
-            repetition,
-            workDir,
-            route,
-          )),
-        );
+      const capacitySpecs = settings.capacityTargets.map((name) => TARGETS[name]!);
+      capacity.push(...(await runCapacities(settings, capacitySpecs, repetition, workDir, route)));
     }
     const growth = settings.growth.length > 0 ? await runGrowth(settings, workDir, route) : [];
     const results: BenchResults = {
