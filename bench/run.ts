@@ -191,12 +191,11 @@ async function runTarget(settings: BenchSettings, spec: TargetSpec, repetition: 
   );
 }
 
-/** A capacity target started for its search: its service, its database and where its search stands. */
-interface CapacitySearchTarget {
+/** A capacity target started for its search: its service and its database. */
+interface StartedTarget {
   spec: TargetSpec;
   database: BenchDatabase;
   target: RunningTarget;
-  progress: CapacitySearchProgress;
 }
 
 /**
@@ -208,8 +207,8 @@ async function withCapacityTargets<T>(
   specs: TargetSpec[],
   workDir: string,
   route: Route,
-  body: (started: CapacitySearchTarget[]) => Promise<T>,
-  started: CapacitySearchTarget[] = [],
+  body: (started: StartedTarget[]) => Promise<T>,
+  started: StartedTarget[] = [],
 ): Promise<T> {
   const spec = specs[started.length];
   if (!spec) return body(started);
@@ -223,9 +222,7 @@ async function withCapacityTargets<T>(
         async () => {
           if (settings.warmupSec > 0) await measuredStep(settings, spec, database, target, 'saturate', settings.warmupSec);
           await settleBacklog(database);
-          const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
-          const progress = new CapacitySearchProgress(search, settings.capacityTries);
-          return withCapacityTargets(settings, specs, workDir, route, body, [...started, { spec, database, target, progress }]);
+          return withCapacityTargets(settings, specs, workDir, route, body, [...started, { spec, database, target }]);
         },
       );
     },
@@ -240,7 +237,9 @@ async function withCapacityTargets<T>(
  * every step starts on a settled service.
  */
 async function runCapacities(settings: BenchSettings, specs: TargetSpec[], repetition: number, workDir: string, route: Route): Promise<CapacityRun[]> {
-  return withCapacityTargets(settings, specs, workDir, route, async (searches) => {
+  return withCapacityTargets(settings, specs, workDir, route, async (started) => {
+    const search = { start: settings.capacityStart, refine: settings.capacityRefine, max: settings.maxRate };
+    const searches = started.map((one) => ({ ...one, progress: new CapacitySearchProgress(search, settings.capacityTries) }));
     for (let round = 0; searches.some(({ progress }) => progress.nextRate() !== null); round++) {
       for (const { spec, database, target, progress } of round % 2 === 0 ? searches : searches.toReversed()) {
         const rate = progress.nextRate();
