@@ -18,6 +18,8 @@ export interface CapacityTrial {
   ackP99Ms: number | null;
   keepUp: number | null;
   lagP99Ms: number | null;
+  /** Seconds the workers yielded to a busy request thread (see Step); null for a target that does not report it. */
+  workersYieldSec: number | null;
   failures: number;
   /** Steps run at this rate, and how many of them passed (the figures above are their medians). */
   tries: number;
@@ -33,8 +35,8 @@ export interface CapacitySearch {
 }
 
 /** A fixed-rate step passes when every delivery got a 2xx, the ack p99 and the processing lag are within limits, and processing kept up. */
-export function trialOf(rate: number, step: { load: LoadResult; processing: ProcessingStats | null }): CapacityTrial {
-  const { load, processing } = step;
+export function trialOf(rate: number, step: { load: LoadResult; processing: ProcessingStats | null; workersYieldSec: number | null }): CapacityTrial {
+  const { load, processing, workersYieldSec } = step;
   const failures = load.non2xx + load.errors;
   const ackP99Ms = load.latencyMs.p99;
   const keepUp = processing?.keepUp ?? null;
@@ -47,7 +49,7 @@ export function trialOf(rate: number, step: { load: LoadResult; processing: Proc
     keepUp >= CAPACITY_LIMITS.keepUp &&
     lagP99Ms !== null &&
     lagP99Ms < CAPACITY_LIMITS.lagP99Ms;
-  return { rate, passed, acksPerSec: Math.round(load.acksPerSec), ackP99Ms, keepUp, lagP99Ms, failures, tries: 1, triesPassed: passed ? 1 : 0 };
+  return { rate, passed, acksPerSec: Math.round(load.acksPerSec), ackP99Ms, keepUp, lagP99Ms, workersYieldSec, failures, tries: 1, triesPassed: passed ? 1 : 0 };
 }
 
 /** Whether `tries` steps at one rate have decided it: a majority of `allowed` passed, or can no longer. */
@@ -69,6 +71,7 @@ export function combineTries(tries: CapacityTrial[]): CapacityTrial {
     ackP99Ms: medianUnlessMissing(tries.map((t) => t.ackP99Ms)),
     keepUp: medianUnlessMissing(tries.map((t) => t.keepUp)),
     lagP99Ms: medianUnlessMissing(tries.map((t) => t.lagP99Ms)),
+    workersYieldSec: medianUnlessMissing(tries.map((t) => t.workersYieldSec)),
     failures: tries.reduce((sum, t) => sum + t.failures, 0),
     tries: tries.length,
     triesPassed,

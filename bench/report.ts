@@ -30,6 +30,11 @@ export interface Step {
   databaseCalls: DatabaseCalls | null;
   /** Null for the baseline, which does not process. */
   processing: ProcessingStats | null;
+  /**
+   * Seconds the workers held processing back for a busy request thread, from the load's start to the
+   * end of the drain (webhook_inbox_workers_yield_seconds_total); null for targets that do not report it.
+   */
+  workersYieldSec: number | null;
   /** The host's CPU and I/O stalls while the load ran; null where the kernel does not report them. */
   hostPressure: HostPressure | null;
 }
@@ -514,7 +519,7 @@ function capacitySection(results: BenchResults): string[] {
         c.trials
           .map(
             (t) =>
-              `${t.rate}${t.passed ? '' : '✗'} (${t.tries > 1 ? `${t.triesPassed}/${t.tries} passed, medians: ` : ''}p99 ${cell(t.ackP99Ms)}, keep-up ${cell(t.keepUp)}, lag p99 ${cell(t.lagP99Ms)})`,
+              `${t.rate}${t.passed ? '' : '✗'} (${t.tries > 1 ? `${t.triesPassed}/${t.tries} passed, medians: ` : ''}p99 ${cell(t.ackP99Ms)}, keep-up ${cell(t.keepUp)}, lag p99 ${cell(t.lagP99Ms)}${t.workersYieldSec ? `, workers yielded ${t.workersYieldSec} s` : ''})`,
           )
           .join(', '),
       )

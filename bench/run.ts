@@ -23,6 +23,7 @@ import {
   type TargetRun,
 } from './report.js';
 import { databaseCallsPer, readServerCounters } from './server-status.js';
+import { readYieldSeconds } from './service-metrics.js';
 import { parseSettings, type BenchSettings } from './settings.js';
 import { buildService, processes, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
 
@@ -85,6 +86,7 @@ async function measuredStep(
   const counted = !spec.noDatabase && !database.url.startsWith('sqlite:');
   const countersBefore = counted ? await readServerCounters(database.url) : null;
   const serviceBefore = target.cpuSeconds();
+  const yieldBefore = spec.kind === 'inbox' ? await readYieldSeconds(target.url) : null;
   const databaseBefore = await database.serverCpuSeconds();
   const pressure = measureHostPressure();
   const result = await load(settings, target.url, mode, seconds, rate);
@@ -95,15 +97,17 @@ async function measuredStep(
   const serviceCpuMsPerAck = perAck(serviceBefore, target.cpuSeconds());
   const databaseCpuMsPerAck = perAck(databaseBefore, await database.serverCpuSeconds());
   const databaseCalls = countersBefore ? databaseCallsPer(countersBefore, await readServerCounters(database.url), result.acks) : null;
-  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, databaseCalls, processing: null, hostPressure };
+  if (!processes(spec)) return { load: result, serviceCpuMsPerAck, databaseCpuMsPerAck, databaseCalls, processing: null, workersYieldSec: null, hostPressure };
   const drained = await drain(database.store, settings.drainTimeoutSec * 1000);
   if (!drained) console.warn(`  ${spec.name}: processing or the outbox not finished ${settings.drainTimeoutSec}s after the load ended`);
+  const yieldAfter = yieldBefore === null ? null : await readYieldSeconds(target.url);
   return {
     load: result,
     serviceCpuMsPerAck,
     databaseCpuMsPerAck,
     databaseCalls,
     processing: await processingStats(database.store, result.startedAt, result.finishedAt, drained ? Date.now() : null),
+    workersYieldSec: yieldBefore === null || yieldAfter === null ? null : Math.round((yieldAfter - yieldBefore) * 100) / 100,
     hostPressure,
   };
 }
@@ -134,7 +138,8 @@ function describeStep(spec: TargetSpec, step: Step): string {
   const { load: l, processing: p } = step;
   const latency = `p50 ${l.latencyMs.p50} / p99 ${l.latencyMs.p99} / p99.9 ${l.latencyMs.p99_9} ms${pacedDetail(l)}`;
   const settled = p?.settledAfterMs == null ? '' : `, all done ${(p.settledAfterMs / 1000).toFixed(1)} s after the load`;
-  const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}` : '';
+  const held = step.workersYieldSec === null ? '' : `, workers yielded ${step.workersYieldSec} s`;
+  const processing = p ? `, processed ${p.processedPerSec}/s (keep-up ${p.keepUp}), lag p50 ${p.lagMs.p50} / p99 ${p.lagMs.p99} ms${settled}${held}` : '';
   const pressure = step.hostPressure ? `, host stalls: CPU ${step.hostPressure.cpuMsPerSec} / I/O ${step.hostPressure.ioMsPerSec} ms/s` : '';
   const commits = step.databaseCalls?.commitsPerAck == null ? '' : `, ${step.databaseCalls.commitsPerAck} commits`;
   const calls = step.databaseCalls ? `, database round trips ${step.databaseCalls.roundTripsPerAck ?? '—'}${commits} per ack` : '';

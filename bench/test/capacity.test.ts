@@ -13,6 +13,7 @@ const step = (rate: number, passed: boolean): CapacityTrial => ({
   ackP99Ms: 1,
   keepUp: 1,
   lagP99Ms: 1,
+  workersYieldSec: null,
   failures: 0,
   tries: 1,
   triesPassed: passed ? 1 : 0,
@@ -103,17 +104,20 @@ describe('capacity search', () => {
   });
 
   test('a step passes only with every delivery acknowledged, ack p99 <= 50 ms, keep-up >= 0.95 and lag p99 < 1 s', () => {
-    assert.equal(trialOf(100, { load: load(), processing: processing(1, 200) }).passed, true);
-    assert.equal(trialOf(100, { load: load({ latencyMs: { count: 1, p50: 1, p99: 51, p99_9: 60, max: 70 } }), processing: processing(1, 200) }).passed, false);
-    assert.equal(trialOf(100, { load: load(), processing: processing(0.9, 200) }).passed, false);
-    assert.equal(trialOf(100, { load: load(), processing: processing(1, 1000) }).passed, false);
-    assert.equal(trialOf(100, { load: load({ non2xx: 1 }), processing: processing(1, 200) }).passed, false);
-    assert.equal(trialOf(100, { load: load(), processing: null }).passed, false, 'a target that does not process has no end-to-end capacity');
+    assert.equal(trialOf(100, { load: load(), processing: processing(1, 200), workersYieldSec: null }).passed, true);
+    assert.equal(
+      trialOf(100, { load: load({ latencyMs: { count: 1, p50: 1, p99: 51, p99_9: 60, max: 70 } }), processing: processing(1, 200), workersYieldSec: null }).passed,
+      false,
+    );
+    assert.equal(trialOf(100, { load: load(), processing: processing(0.9, 200), workersYieldSec: null }).passed, false);
+    assert.equal(trialOf(100, { load: load(), processing: processing(1, 1000), workersYieldSec: null }).passed, false);
+    assert.equal(trialOf(100, { load: load({ non2xx: 1 }), processing: processing(1, 200), workersYieldSec: null }).passed, false);
+    assert.equal(trialOf(100, { load: load(), processing: null, workersYieldSec: null }).passed, false, 'a target that does not process has no end-to-end capacity');
   });
 
   test('a rate tried several times passes when most tries pass, and stops trying once that is decided', () => {
     const tryAt = (passed: boolean, ackP99Ms: number, failures = 0): CapacityTrial => ({
-      ...trialOf(100, { load: load(), processing: processing(1, 200) }),
+      ...trialOf(100, { load: load(), processing: processing(1, 200), workersYieldSec: null }),
       passed,
       ackP99Ms,
       failures,
@@ -131,6 +135,9 @@ describe('capacity search', () => {
     const mixed = combineTries([tryAt(true, 20), tryAt(false, 60, 2), tryAt(true, 40)]);
     assert.equal(mixed.passed, true);
     assert.deepEqual([mixed.tries, mixed.triesPassed, mixed.ackP99Ms, mixed.failures], [3, 2, 40, 2]);
+    const yielded = (seconds: number | null) => ({ ...tryAt(true, 20), workersYieldSec: seconds });
+    assert.equal(combineTries([yielded(0), yielded(4), yielded(1)]).workersYieldSec, 1, 'the median of the yield seconds');
+    assert.equal(combineTries([yielded(0), yielded(null)]).workersYieldSec, null, 'a try without the figure hides it');
     assert.equal(combineTries([tryAt(true, 20), tryAt(false, 60)]).passed, false, 'a tie is no majority');
     assert.equal(combineTries([{ ...tryAt(false, 20), keepUp: null }, tryAt(true, 20), tryAt(true, 20)]).keepUp, null, 'a figure missing from a try has no median');
   });

@@ -28,6 +28,7 @@ const step = (acksPerSec: number, cpuMsPerAck = 0.2): Step => ({
   databaseCpuMsPerAck: cpuMsPerAck,
   databaseCalls: null,
   processing: null,
+  workersYieldSec: null,
   hostPressure: null,
 });
 const run = (target: string, acksPerSec: number, repetition = 1): TargetRun => ({
