@@ -15,6 +15,14 @@ export interface BatcherOptions<Input, Output> {
   /** Batches running at the same time. */
   maxInFlight: number;
   /**
+   * Batches running at the same time while a full batch (`maxBatch` requests) waits for a slot: more
+   * than `maxInFlight`, for full batches only. Where a batch's time goes to round trips (a database
+   * across a network), full batches would queue behind the slots while the work they wait for is
+   * little; extra slots for them raise throughput, and a moderate load, whose batches are not full,
+   * still shares few slots and makes batches of several. Default: `maxInFlight`.
+   */
+  maxInFlightWhenFull?: number;
+  /**
    * How long a request may wait for others to share its batch: a batch starts once it is full or its
    * oldest request has waited this long. For work whose callers can wait (background processing),
    * so that a moderate load still makes batches of several instead of one statement set per
@@ -88,7 +96,7 @@ export class Batcher<Input, Output> {
   }
 
   private startBatches(): void {
-    while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+    while (this.queue.length > 0 && this.inFlight < this.slots()) {
       const waitLeft = this.waitLeft();
       if (waitLeft > 0) {
         this.waiting ??= setTimeout(() => {
@@ -105,6 +113,12 @@ export class Batcher<Input, Output> {
         this.startBatches();
       });
     }
+  }
+
+  /** Batches that may run now: the extra slots count only while a full batch is queued. */
+  private slots(): number {
+    const { maxInFlight, maxInFlightWhenFull = maxInFlight, maxBatch } = this.options;
+    return this.queue.length >= maxBatch ? Math.max(maxInFlight, maxInFlightWhenFull) : maxInFlight;
   }
 
   /** Milliseconds the queue should still wait for company before its next batch starts; 0: start now. */

@@ -28,6 +28,13 @@ const MAX_PROCESSING_BATCH = 64;
  * batch held up by a slow handler still leaves one slot to the others.
  */
 const PROCESSING_BATCHES_IN_FLIGHT = 2;
+/**
+ * Claim (or completion) batches at once while a full batch waits (see Batcher's
+ * `maxInFlightWhenFull`): across a network, a completion is a dozen round trips, and two at a time
+ * left processing behind a moderate load while the cores idled. Four claims and four completions
+ * leave the default pool (DB_POOL_SIZE 10) room for the outbox and the sweeper.
+ */
+const FULL_PROCESSING_BATCHES_IN_FLIGHT = 4;
 
 /**
  * The store, written once over Kysely: each operation lives in its own file (record, claim, complete,
@@ -63,6 +70,7 @@ export class KyselyInboxStore implements InboxStore {
     const processing = {
       maxBatch: MAX_PROCESSING_BATCH,
       maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches),
+      maxInFlightWhenFull: Math.min(FULL_PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches),
       waitMs: processingBatchWaitMs,
     };
     this.claims = new Batcher(

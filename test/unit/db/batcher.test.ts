@@ -59,6 +59,29 @@ test('batches are capped by count and by weight; several run at once when allowe
   assert.equal((await Promise.all(all)).length, 6);
 });
 
+test('a full batch may take a slot beyond maxInFlight, up to maxInFlightWhenFull; a partial one waits for a slot', async () => {
+  const runner = controlledRunner();
+  const batcher = new Batcher(runner.run, { maxBatch: 2, maxInFlight: 1, maxInFlightWhenFull: 3 });
+  const all = [batcher.submit(1)];
+  await tick();
+  all.push(batcher.submit(2), batcher.submit(3));
+  await tick();
+  assert.deepEqual(runner.batches, [[1], [2, 3]], 'a full batch starts beside the one running');
+  all.push(batcher.submit(4));
+  await tick();
+  assert.equal(runner.batches.length, 2, 'a partial batch waits for one of maxInFlight');
+  all.push(batcher.submit(5), batcher.submit(6), batcher.submit(7));
+  await tick();
+  assert.deepEqual(runner.batches.slice(2), [[4, 5]], 'three at most, however many full batches wait');
+  runner.finish[0]!();
+  await tick();
+  await tick();
+  assert.deepEqual(runner.batches.slice(3), [[6, 7]], 'a freed slot goes to the full batch waiting');
+  runner.finish.slice(1).forEach((finish) => finish());
+  await tick();
+  assert.deepEqual(await Promise.all(all), [10, 20, 30, 40, 50, 60, 70]);
+});
+
 test('a shape rounds a batch down; the requests left over start the next batch', async () => {
   const runner = controlledRunner();
   const batcher = new Batcher(runner.run, { maxBatch: 100, maxInFlight: 2, shape: (size) => (size >= 4 ? 4 : size) });
