@@ -17,9 +17,9 @@ export interface BatcherOptions<Input, Output> {
   /**
    * Batches running at the same time while a full batch (`maxBatch` requests) waits for a slot: more
    * than `maxInFlight`, for full batches only. Where a batch's time goes to round trips (a database
-   * across a network), full batches would queue behind the slots while the work they wait for is
-   * little; extra slots for them raise throughput, and a moderate load, whose batches are not full,
-   * still shares few slots and makes batches of several. Default: `maxInFlight`.
+   * across a network), full batches would wait for a slot while the database and the cores have
+   * work to spare; extra slots for them raise throughput, and a moderate load, whose batches are not
+   * full, still shares `maxInFlight` slots and makes batches of several. Default: `maxInFlight`.
    */
   maxInFlightWhenFull?: number;
   /**
