@@ -115,16 +115,21 @@ export class Batcher<Input, Output> {
     }
   }
 
+  /** Whether the queue holds a full batch: it waits for no company, and it may take an extra slot. */
+  private fullBatchQueued(): boolean {
+    return this.queue.length >= this.options.maxBatch;
+  }
+
   /** Batches that may run now: the extra slots count only while a full batch is queued. */
   private slots(): number {
-    const { maxInFlight, maxInFlightWhenFull = maxInFlight, maxBatch } = this.options;
-    return this.queue.length >= maxBatch ? Math.max(maxInFlight, maxInFlightWhenFull) : maxInFlight;
+    const { maxInFlight, maxInFlightWhenFull = maxInFlight } = this.options;
+    return this.fullBatchQueued() ? Math.max(maxInFlight, maxInFlightWhenFull) : maxInFlight;
   }
 
   /** Milliseconds the queue should still wait for company before its next batch starts; 0: start now. */
   private waitLeft(): number {
-    const { waitMs = 0, maxBatch } = this.options;
-    if (waitMs <= 0 || this.queue.length >= maxBatch) return 0;
+    const { waitMs = 0 } = this.options;
+    if (waitMs <= 0 || this.fullBatchQueued()) return 0;
     return Math.max(0, Math.ceil(this.queue[0]!.queuedAt + waitMs - performance.now()));
   }
 
