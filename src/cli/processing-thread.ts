@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { isMainThread, parentPort, Worker, workerData, type MessagePort } from 'node:worker_threads';
+import { isMainThread, parentPort, resourceLimits, Worker, workerData, type MessagePort } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { startWorkers } from '../app.js';
 import type { Config } from '../config/settings.js';
@@ -30,6 +30,15 @@ const RESTART_DELAY_MS = 1000;
 
 /** Beyond this many ids announced while the thread is down, the sweeper finds the rest. */
 const MAX_UNDELIVERED_IDS = 100_000;
+
+/**
+ * The young generation of the workers' thread, where each batch's short-lived rows and statements are
+ * made. The thread is a second V8 heap in the process, and V8 would let its young generation grow as
+ * large as the request thread's: the two together are much of the process's peak RSS. A small one
+ * costs only more frequent scavenges, each short, in a thread that yields the cores anyway
+ * (docs/performance.md#memory).
+ */
+const WORKERS_YOUNG_GENERATION_MB = 8;
 
 /** How long past the shutdown timeout a stopping thread is waited for before it is terminated. */
 const STOP_MARGIN_MS = 2000;
@@ -103,7 +112,7 @@ export class ProcessingThread {
   private spawn(inbox: RequestThreadInbox): Worker {
     const data: ThreadData = { role: ROLE, config: this.config, requestLoad: this.requestLoad.buffer };
     const [entry, evaluated] = threadEntry();
-    const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE });
+    const worker = new Worker(entry, { eval: evaluated, workerData: data, name: ROLE, resourceLimits: { maxYoungGenerationSizeMb: WORKERS_YOUNG_GENERATION_MB } });
     if (this.undelivered.length > 0) worker.postMessage({ kind: 'announced', ids: this.undelivered } satisfies AnnouncedIds);
     this.undelivered = [];
     worker.on('message', (message: RelayedCalls) => {
@@ -138,6 +147,7 @@ function threadEntry(): [entry: string | URL, evaluated: boolean] {
 async function runThread({ config, requestLoad }: ThreadData, port: MessagePort): Promise<void> {
   const logger = createLogger(config.logLevel).child({ thread: 'workers' });
   lowerPriority(config.processing.thread.nice, logger);
+  logger.info({ nice: config.processing.thread.nice, youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb }, "the workers' thread started");
   const metrics = new RelayedMetrics((message) => port.postMessage(message));
   const queue = config.redis ? undefined : new MessagePortConsumer(port);
   // The request thread has applied the migrations already. A stop that comes while the workers start

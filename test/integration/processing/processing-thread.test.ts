@@ -50,7 +50,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
 
   test('processes what the request thread records, counts it on /metrics, runs at WORKER_NICE and finishes on SIGTERM', async () => {
     // No sweep after the first: only the announcements can bring the events to the thread.
-    const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_NICE: '7', SWEEP_INTERVAL_MS: '3600000' });
+    const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_NICE: '7', SWEEP_INTERVAL_MS: '3600000', LOG_LEVEL: 'info' });
     const deliveries = Array.from({ length: EVENTS }, (_, n) =>
       stripeDelivery(stripePaymentEvent(`evt_thread_${n}`, 'payment_intent.succeeded', `pi_thread_${n}`, { userId: `u_thread_${n}`, courseId: 'c_thread' })),
     );
@@ -80,6 +80,8 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     child.kill('SIGTERM');
     assert.equal(await exitOf(child), 0, child.output());
     assert.doesNotMatch(child.output(), /thread (failed|exited)/);
+    // The thread's own heap has the small young generation it was given (WORKERS_YOUNG_GENERATION_MB).
+    assert.match(child.output(), /"thread":"workers","nice":7,"youngGenerationMb":8,"msg":"the workers' thread started"/);
   });
 
   test('a thread that dies is started again, and goes on with the events announced to it', async () => {
