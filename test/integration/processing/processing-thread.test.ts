@@ -48,7 +48,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     db = database as TestDatabase;
   });
 
-  test('processes what the request thread records, counts it on /metrics, runs at WORKER_NICE and finishes on SIGTERM', async () => {
+  test('processes what the request thread records, counts it on /metrics, runs at WORKER_NICE with a small young generation and finishes on SIGTERM', async () => {
     // No sweep after the first: only the announcements can bring the events to the thread.
     const { child, url } = await serve({ DATABASE_URL: db.url, WORKER_NICE: '7', SWEEP_INTERVAL_MS: '3600000', LOG_LEVEL: 'info' });
     const deliveries = Array.from({ length: EVENTS }, (_, n) =>
