@@ -1,3 +1,5 @@
+import { metricValue } from '../test/support/metrics.js';
+
 /**
  * The workers' yield counter of a webhook-inbox target, read from its `/metrics`: the seconds its
  * workers held processing back for a busy request thread (WORKER_YIELD_ELU). Whether a step's
@@ -5,16 +7,10 @@
  */
 export const YIELD_COUNTER = 'webhook_inbox_workers_yield_seconds_total';
 
-/** The value of an unlabelled counter in Prometheus's text format; null when it is not there. */
-export function counterValue(exposition: string, name: string): number | null {
-  for (const line of exposition.split('\n')) {
-    const [metric, value] = line.split(' ');
-    if (metric === name && value !== undefined) {
-      const number = Number(value);
-      return Number.isFinite(number) ? number : null;
-    }
-  }
-  return null;
+/** The yield counter's value in Prometheus's text format; null when it is not there or not a number. */
+export function yieldCounterValue(exposition: string): number | null {
+  const value = metricValue(exposition, YIELD_COUNTER);
+  return value !== undefined && Number.isFinite(value) ? value : null;
 }
 
 /** The target's yield seconds so far; null when it cannot be read (no /metrics, no counter). */
@@ -22,7 +18,7 @@ export async function readYieldSeconds(url: string): Promise<number | null> {
   try {
     const response = await fetch(`${url}/metrics`);
     if (!response.ok) return null;
-    return counterValue(await response.text(), YIELD_COUNTER);
+    return yieldCounterValue(await response.text());
   } catch {
     return null;
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { counterValue, readYieldSeconds, YIELD_COUNTER } from '../service-metrics.js';
+import { readYieldSeconds, YIELD_COUNTER, yieldCounterValue } from '../service-metrics.js';
 
 const EXPOSITION = [
   `# HELP ${YIELD_COUNTER} Seconds the workers' thread held processing back`,
@@ -13,9 +13,9 @@ const EXPOSITION = [
 ].join('\n');
 
 test('the yield counter is read by its exact name, not a longer one that starts with it', () => {
-  assert.equal(counterValue(EXPOSITION, YIELD_COUNTER), 2.75);
-  assert.equal(counterValue(EXPOSITION, 'webhook_inbox_missing_total'), null);
-  assert.equal(counterValue(`${YIELD_COUNTER} NaN-ish`, YIELD_COUNTER), null);
+  assert.equal(yieldCounterValue(EXPOSITION), 2.75);
+  assert.equal(yieldCounterValue(EXPOSITION.replaceAll(`${YIELD_COUNTER} `, 'webhook_inbox_other_total ')), null);
+  assert.equal(yieldCounterValue(`${YIELD_COUNTER} NaN-ish`), null);
 });
 
 test("a target's yield seconds come from its /metrics, and a target without them reads null", async () => {
