@@ -4,18 +4,19 @@ import { createBenchDatabase, drain, type DatabaseServers } from './database.js'
 import type { LoadResult } from './load-generator.js';
 import { countersPer, headline, readServerCounters, type ServerCounters } from './server-status.js';
 import { round } from './stats.js';
-import { peerOn, startTarget, startWorker, TARGETS } from './targets.js';
+import { ownOn, startTarget, startWorker, TARGETS, type BenchStore } from './targets.js';
 
 /**
  * What processing costs per event, apart from receiving: `events` deliveries recorded by the service
  * without workers (`serve --no-workers`), then one `webhook-inbox worker` started alone on that
  * backlog and timed until every event is processed and every outbox effect done, reading the worker's
  * CPU, the database server's CPU and its statement and row counters over that window (MariaDB's or
- * PostgreSQL's, whichever `store` names).
+ * PostgreSQL's, whichever `store` names). SQLite runs inside the worker: its CPU is the worker's, it
+ * has no counters to read, and the statement probe times its statements as they run.
  */
 export interface BacklogRun {
-  /** The database server the backlog was recorded on and worked off. */
-  store: 'mysql' | 'postgres';
+  /** The database the backlog was recorded on and worked off. */
+  store: BenchStore;
   repetition: number;
   /** Distinct events waiting when the worker started. */
   events: number;
@@ -29,9 +30,10 @@ export interface BacklogRun {
   /** Counter differences per event (MariaDB's Com_*, Handler_*, Innodb_rows_*; PostgreSQL's pg_*): see server-status.ts. */
   perEvent: ServerCounters;
   statementsPerEvent: number;
-  rowWritesPerEvent: number;
-  rowReadsPerEvent: number;
-  commitsPerEvent: number;
+  /** From the server's counters; null on SQLite, which has none. */
+  rowWritesPerEvent: number | null;
+  rowReadsPerEvent: number | null;
+  commitsPerEvent: number | null;
   /** The worker's statements by shape (bench/statement-probe.mjs), most frequent first. */
   statements: StatementShare[];
 }
@@ -58,7 +60,7 @@ interface ProbedStatement {
 const STATEMENT_PROBE = resolve(import.meta.dirname, 'statement-probe.mjs');
 
 export interface BacklogOptions {
-  store: 'mysql' | 'postgres';
+  store: BenchStore;
   events: number;
   repetition: number;
   servers: DatabaseServers;
@@ -94,7 +96,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
         },
       );
 
-      const receiver = await startTarget(TARGETS[peerOn(options.store, 'receive-only')]!, url, options.logDir, { env: options.serviceEnv });
+      const receiver = await startTarget(TARGETS[ownOn(options.store, 'receive-only')]!, url, options.logDir, { env: options.serviceEnv });
       await options.holding(
         () => receiver.stop(),
         () => options.record(receiver.url, options.events),
@@ -110,7 +112,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
       const databaseBefore = await database.serverCpuSeconds();
       const started = performance.now();
       const statementFile = join(options.workDir, `statements-${options.store}-${options.repetition}.json`);
-      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${peerOn(options.store, 'backlog-worker')}-${options.repetition}`)}`] : [];
+      const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(options.profileDir, `${ownOn(options.store, 'backlog-worker')}-${options.repetition}`)}`] : [];
       const worker = startWorker(url, options.logDir, {
         nodeArgs: ['--import', STATEMENT_PROBE, ...profile],
         env: { ...options.serviceEnv, STATEMENT_PROBE_FILE: statementFile },
@@ -128,6 +130,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
           await worker.stop();
           const perEvent = countersPer(countersBefore, await readServerCounters(database.url), events);
           const { statements: statementCount, rowWrites, rowReads, commits } = headline(perEvent);
+          const counted = options.store !== 'sqlite';
           const perEventMs = (cpuSeconds: number) => (events === 0 ? 0 : round((cpuSeconds * 1000) / events, 3));
           const per = (value: number) => (events === 0 ? 0 : round(value / events, 3));
           const statements = (JSON.parse(readFileSync(statementFile, 'utf8')) as ProbedStatement[]).map((s) => ({
@@ -147,7 +150,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
             workerStartupCpuSec: round(workerStartupCpuSec),
             databaseCpuMsPerEvent: databaseBefore === null || databaseAfter === null ? null : perEventMs(databaseAfter - databaseBefore),
             perEvent,
-            // PostgreSQL counts statements only with pg_stat_statements; without it, the worker's own from the probe.
+            // PostgreSQL counts statements only with pg_stat_statements, SQLite never; without them, the worker's own from the probe.
             statementsPerEvent:
               statementCount > 0
                 ? statementCount
@@ -155,9 +158,9 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
                     statements.reduce((sum, s) => sum + s.perEvent, 0),
                     2,
                   ),
-            rowWritesPerEvent: rowWrites,
-            rowReadsPerEvent: rowReads,
-            commitsPerEvent: commits,
+            rowWritesPerEvent: counted ? rowWrites : null,
+            rowReadsPerEvent: counted ? rowReads : null,
+            commitsPerEvent: counted ? commits : null,
             statements,
           };
         },

@@ -137,7 +137,11 @@ export interface BacklogSummary {
   eventsPerSec: number | null;
   serviceCpuMsPerEvent: number | null;
   databaseCpuMsPerEvent: number | null;
-  /** (service + database CPU per processed event) / (the same server's baseline's service + database CPU per acknowledgement at saturation). */
+  /**
+   * (service + database CPU per processed event) / (the same server's baseline's service + database
+   * CPU per acknowledgement at saturation). On SQLite the worker's CPU alone, the database running
+   * inside it, against MariaDB's baseline.
+   */
   cpuRatioToBaselineAck: number | null;
   statementsPerEvent: number | null;
   rowWritesPerEvent: number | null;
@@ -328,7 +332,8 @@ function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undef
   const baselineService = baseline?.serviceCpuMsPerAck ?? null;
   const baselineDatabase = baseline?.databaseCpuMsPerAck ?? null;
   const perAck = baselineService !== null && baselineDatabase !== null ? baselineService + baselineDatabase : null;
-  const perEvent = serviceCpuMsPerEvent !== null && databaseCpuMsPerEvent !== null ? serviceCpuMsPerEvent + databaseCpuMsPerEvent : null;
+  const inProcess = backlog[0]!.store === 'sqlite';
+  const perEvent = serviceCpuMsPerEvent !== null && (databaseCpuMsPerEvent !== null || inProcess) ? serviceCpuMsPerEvent + (databaseCpuMsPerEvent ?? 0) : null;
   const counters = [...new Set(backlog.flatMap((b) => Object.keys(b.perEvent)))].sort();
   return {
     store: backlog[0]!.store,
@@ -541,28 +546,31 @@ const STATEMENT_ROWS = 25;
 
 function backlogSection(results: BenchResults): string[] {
   return results.summary.backlog.flatMap((b) => {
-    const database = b.store === 'postgres' ? 'PostgreSQL' : 'MariaDB';
+    const database = { mysql: 'MariaDB', postgres: 'PostgreSQL', sqlite: 'SQLite' }[b.store];
     const counters = Object.entries(b.perEvent).filter(([name]) => name !== 'Questions');
-    const source =
-      b.store === 'postgres'
-        ? "PostgreSQL's pg_stat_database for the bench's database (statements from pg_stat_statements when installed, otherwise the worker's own from the statement probe)"
-        : "MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too)";
+    const source = {
+      postgres:
+        "Per event, from PostgreSQL's pg_stat_database for the bench's database (statements from pg_stat_statements when installed, otherwise the worker's own from the statement probe)",
+      mysql: "Per event, from MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too)",
+      sqlite: 'SQLite runs inside the worker: its CPU is in the worker CPU, the ratio is to MariaDB’s baseline, and there are no server counters',
+    }[b.store];
+    const inProcess = b.store === 'sqlite';
     return [
       '',
       `## Backlog on ${database}: processing alone (${b.events} events recorded with \`serve --no-workers\`, then one \`worker\` alone)`,
       '',
       `| events/s | worker CPU per event | ${database} CPU per event | x baseline CPU per ack | statements | row writes | row reads | commits |`,
       '|---|---|---|---|---|---|---|---|',
-      `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
+      `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${inProcess ? 'in the worker' : cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
       '',
-      `Per event, from ${source}: ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}.`,
+      `${source}${counters.length === 0 ? '' : `: ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}`}.`,
       '',
       `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
         b.statements.reduce((sum, s) => sum + s.perEvent, 0),
         3,
       )} statements per event in all.`,
       '',
-      '| statement | per event | rows changed per event | round-trip ms per event | errors |',
+      `| statement | per event | rows changed per event | ${inProcess ? 'execution' : 'round-trip'} ms per event | errors |`,
       '|---|---|---|---|---|',
       ...b.statements
         .slice(0, STATEMENT_ROWS)

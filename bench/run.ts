@@ -25,7 +25,7 @@ import {
 import { databaseCallsPer, readServerCounters } from './server-status.js';
 import { readYieldSeconds } from './service-metrics.js';
 import { parseSettings, type BenchSettings } from './settings.js';
-import { buildService, processes, startTarget, TARGETS, type RunningTarget, type TargetSpec } from './targets.js';
+import { buildService, processes, startTarget, TARGETS, type BenchStore, type RunningTarget, type TargetSpec } from './targets.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -300,11 +300,11 @@ async function runGrowth(settings: BenchSettings, workDir: string, route: Route)
   return runs;
 }
 
-/** The backlog step runs on each database server the run's targets use (SQLite's on MariaDB, as before there was a second server). */
-export function backlogStores(settings: Pick<BenchSettings, 'backlogEvents' | 'targets' | 'capacityTargets'>): Array<'mysql' | 'postgres'> {
+/** The backlog step runs on each database the run's targets use. */
+export function backlogStores(settings: Pick<BenchSettings, 'backlogEvents' | 'targets' | 'capacityTargets'>): BenchStore[] {
   if (settings.backlogEvents === 0) return [];
-  const used = new Set([...settings.targets, ...settings.capacityTargets].map((name) => (TARGETS[name]!.store === 'postgres' ? 'postgres' : 'mysql')));
-  return (['mysql', 'postgres'] as const).filter((store) => used.has(store));
+  const used = new Set([...settings.targets, ...settings.capacityTargets].map((name) => TARGETS[name]!.store));
+  return (['mysql', 'postgres', 'sqlite'] as const).filter((store) => used.has(store));
 }
 
 /** The targets' logs, next to the report of the same run, so its non-2xx and errors can be looked into. */
@@ -352,7 +352,7 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
             }),
         });
         console.log(
-          `  backlog on ${store} of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, database CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent} row writes, ${run.commitsPerEvent} commits per event`,
+          `  backlog on ${store} of ${run.events} events, one worker alone: ${run.eventsPerSec ?? '—'} events/s, worker CPU ${run.serviceCpuMsPerEvent} ms/event, database CPU ${run.databaseCpuMsPerEvent ?? '—'} ms/event, ${run.statementsPerEvent} statements, ${run.rowWritesPerEvent ?? '—'} row writes, ${run.commitsPerEvent ?? '—'} commits per event`,
         );
         backlog.push(run);
       }

@@ -41,6 +41,8 @@ const COUNTED = /^(Com_|Handler_|Innodb_rows_|Innodb_os_log_written$|Questions$)
 
 /** The counters of the server `databaseUrl` points at (MariaDB/MySQL or PostgreSQL, by its scheme). */
 export async function readServerCounters(databaseUrl: string): Promise<ServerCounters> {
+  // SQLite is a library inside each process, with no server to count for all of them.
+  if (databaseUrl.startsWith('sqlite:')) return {};
   if (/^postgres(ql)?:/.test(databaseUrl)) return readPostgresCounters(databaseUrl);
   const connection = await createConnection({ uri: databaseUrl });
   try {

@@ -1,6 +1,7 @@
 // Preloaded into a bench process (`node --import ./bench/statement-probe.mjs`): counts every statement
-// the process sends through mysql2 (its diagnostics channels, so nothing of the service is patched) or
-// through pg (whose client's query method it wraps: pg has no such channels), by shape: literals and
+// the process sends through mysql2 (its diagnostics channels, so nothing of the service is patched),
+// through pg (whose client's query method it wraps: pg has no such channels) or runs with
+// better-sqlite3 (its statements' run, all and get, wrapped likewise), by shape: literals and
 // placeholders become `?`, a list of rows or of values becomes one. When the
 // process exits, it writes to $STATEMENT_PROBE_FILE, for each shape, how many times it ran, the rows
 // it changed and the round trips' wall time (from the statement's send to its answer, waiting for the
@@ -65,6 +66,31 @@ pg.Client.prototype.query = function countedQuery(config, values, callback) {
   }
   return result;
 };
+
+// better-sqlite3 runs a statement inside the call that runs it, so the time counted is its execution
+// (BEGIN and COMMIT included: kysely runs them as statements too). Loaded only where the process's
+// store is SQLite, so the other workers' memory and start-up are as without the probe.
+if (process.env.DATABASE_URL?.startsWith('sqlite:')) {
+  const { default: Database } = await import('better-sqlite3');
+  const scratch = new Database(':memory:');
+  const statement = Object.getPrototypeOf(scratch.prepare('select 1'));
+  scratch.close();
+  for (const method of ['run', 'all', 'get']) {
+    const execute = statement[method];
+    statement[method] = function countedStatement(...values) {
+      const startedAt = performance.now();
+      let result;
+      try {
+        result = execute.apply(this, values);
+      } catch (error) {
+        count(this.source, startedAt, error, undefined);
+        throw error;
+      }
+      count(this.source, startedAt, null, method === 'run' ? result.changes : undefined);
+      return result;
+    };
+  }
+}
 
 process.on('exit', () => {
   if (!process.env.STATEMENT_PROBE_FILE) return;

@@ -39,6 +39,7 @@ const MARIADB_TARGETS: TargetSpec[] = [
   { name: 'inline', label: 'webhook-inbox, inline', kind: 'inbox', store: 'mysql', env: { PROCESSING_MODE: 'inline' } },
   { name: 'receive-only', label: 'webhook-inbox, receive only (no workers)', kind: 'receiver', store: 'mysql', env: {} },
   { name: 'sqlite', label: 'webhook-inbox, background, SQLite', kind: 'inbox', store: 'sqlite', env: { PROCESSING_MODE: 'background' } },
+  { name: 'sqlite-receive-only', label: 'webhook-inbox, receive only (no workers), SQLite', kind: 'receiver', store: 'sqlite', env: {} },
   { name: 'naive', label: 'naive handler (Express + mysql2, 3 autocommit statements inline)', kind: 'naive', store: 'mysql', env: {} },
 ];
 
@@ -75,6 +76,15 @@ export function peerOf(target: string, peer: 'baseline' | 'naive'): string {
 /** What MariaDB's `name` (a target, `baseline` say, or a step's files) is called on `store`'s server. */
 export function peerOn(store: BenchStore, name: string): string {
   return `${prefixOf(store)}${name}`;
+}
+
+/**
+ * What MariaDB's `name` (a target or a step's files) is called when it runs on `store` itself: as
+ * peerOn, except that SQLite, which borrows MariaDB's baseline and naive handler, has its own
+ * (`sqlite-receive-only`, `sqlite-backlog-worker`).
+ */
+export function ownOn(store: BenchStore, name: string): string {
+  return store === 'sqlite' ? `sqlite-${name}` : peerOn(store, name);
 }
 
 /** Targets whose deliveries are processed (rows marked processed), so the bench measures keep-up and lag for them. */

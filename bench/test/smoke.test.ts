@@ -95,8 +95,9 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
     const [backlog] = results.backlog;
     assert.equal(backlog!.events, 60, 'every distinct event recorded without workers waited for the worker');
     assert.ok(backlog!.drainSec !== null && backlog!.eventsPerSec! > 0, 'the worker worked the backlog off');
-    assert.ok(backlog!.serviceCpuMsPerEvent > 0 && backlog!.databaseCpuMsPerEvent! > 0, 'worker and MariaDB CPU per event measured');
-    assert.ok(backlog!.perEvent.Com_update! > 0 && backlog!.rowWritesPerEvent > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
+    // The worker's CPU is read net of its start-up, measured apart: for 60 events that difference is noise, either sign.
+    assert.ok(Number.isFinite(backlog!.serviceCpuMsPerEvent) && backlog!.databaseCpuMsPerEvent! > 0, 'worker and MariaDB CPU per event measured');
+    assert.ok(backlog!.perEvent.Com_update! > 0 && backlog!.rowWritesPerEvent! > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
     const shapes = backlog!.statements.map((s) => s.shape);
     assert.ok(
       shapes.some((shape) => shape.startsWith('update `webhook_events` set `status` = ?')),
@@ -223,7 +224,7 @@ describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') 
     const [backlog] = results.backlog;
     assert.equal(backlog!.events, 40, 'every distinct event recorded without workers waited for the worker');
     assert.ok(backlog!.eventsPerSec! > 0 && backlog!.databaseCpuMsPerEvent! > 0);
-    assert.ok(backlog!.perEvent.pg_xact_commit! > 0 && backlog!.rowWritesPerEvent > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
+    assert.ok(backlog!.perEvent.pg_xact_commit! > 0 && backlog!.rowWritesPerEvent! > 0 && backlog!.statementsPerEvent > 0, JSON.stringify(backlog!.perEvent));
     const shapes = backlog!.statements.map((s) => s.shape);
     assert.ok(
       shapes.some((shape) => shape.startsWith('update "webhook_events" set "status" = ?')),
@@ -241,5 +242,44 @@ describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') 
     } finally {
       await client.end();
     }
+  });
+});
+
+describe('benchmark on SQLite (tiny)', () => {
+  test('runs receive-only on SQLite and the backlog step there: the worker CPU, no server counters, the statements timed by the probe', async () => {
+    const out = await outDir('wi-bench-smoke-sqlite-');
+    const settings = parseSettings([
+      '--quick',
+      ...['--targets', 'sqlite-receive-only', '--duration', '1', '--warmup', '0', '--rates', 'none', '--sustained', '0', '--flood', '0'],
+      ...['--backlog', '40', '--capacity', 'none', '--connections', '4', '--out', out],
+      ...['--mysql-url', process.env.TEST_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306'],
+    ]);
+    const results = await runBench(settings);
+
+    const [receiver] = results.summary.targets;
+    assert.equal(receiver!.target, 'sqlite-receive-only');
+    assert.ok(receiver!.acksPerSec > 0 && receiver!.non2xx === 0);
+    assert.deepEqual(
+      results.backlog.map((b) => b.store),
+      ['sqlite'],
+    );
+    const [backlog] = results.backlog;
+    assert.equal(backlog!.events, 40, 'every distinct event recorded without workers waited for the worker');
+    assert.ok(
+      backlog!.eventsPerSec! > 0 && Number.isFinite(backlog!.serviceCpuMsPerEvent),
+      'the worker worked the backlog off, its CPU read (net of start-up: noise at this size)',
+    );
+    assert.equal(backlog!.databaseCpuMsPerEvent, null, "SQLite's CPU is the worker's own");
+    assert.deepEqual([backlog!.rowWritesPerEvent, backlog!.commitsPerEvent, backlog!.perEvent], [null, null, {}]);
+    const shapes = backlog!.statements.map((s) => s.shape);
+    assert.ok(
+      shapes.some((shape) => shape.startsWith('update "webhook_events" set "status" = ?')),
+      `the worker's statements by shape, through better-sqlite3: ${shapes.join('\n')}`,
+    );
+    assert.ok(backlog!.statementsPerEvent > 0 && backlog!.statements.every((s) => s.perEvent > 0 && s.errors === 0 && s.msPerEvent >= 0));
+    const report = readFileSync(join(out, 'report.md'), 'utf8');
+    assert.match(report, /## Backlog on SQLite: processing alone \(40 events/);
+    assert.match(report, /\| in the worker \|/);
+    assert.match(report, /\| statement \| per event \| rows changed per event \| execution ms per event \| errors \|/);
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { backlogStores } from '../run.js';
-import { peerOf, peerOn, TARGETS } from '../targets.js';
+import { ownOn, peerOf, peerOn, TARGETS } from '../targets.js';
 
 /** PostgreSQL's targets are MariaDB's servers on a database of their own, read against their own server's peers. */
 describe('bench targets on two database servers', () => {
@@ -29,6 +29,10 @@ describe('bench targets on two database servers', () => {
     assert.equal(peerOf('sqlite', 'baseline'), 'baseline');
     assert.equal(peerOn('postgres', 'backlog-worker'), 'pg-backlog-worker');
     assert.equal(peerOn('mysql', 'receive-only'), 'receive-only');
+    // SQLite's own steps: its receiver and the backlog's worker.
+    assert.equal(ownOn('sqlite', 'receive-only'), 'sqlite-receive-only');
+    assert.equal(ownOn('postgres', 'receive-only'), 'pg-receive-only');
+    assert.equal(ownOn('mysql', 'backlog-worker'), 'backlog-worker');
   });
 
   test("the backlog step runs on the servers of the run's targets", () => {
@@ -37,7 +41,8 @@ describe('bench targets on two database servers', () => {
     assert.deepEqual(backlogStores(settings(['baseline', 'pg-baseline'])), ['mysql', 'postgres']);
     assert.deepEqual(backlogStores(settings(['baseline'], ['pg-naive'])), ['mysql', 'postgres']);
     assert.deepEqual(backlogStores(settings(['pg-baseline', 'pg-background'])), ['postgres']);
-    assert.deepEqual(backlogStores(settings(['sqlite'])), ['mysql']);
+    assert.deepEqual(backlogStores(settings(['sqlite'])), ['sqlite']);
+    assert.deepEqual(backlogStores(settings(['sqlite-receive-only', 'pg-baseline', 'naive'])), ['mysql', 'postgres', 'sqlite']);
     assert.deepEqual(backlogStores(settings(['pg-baseline'], [], 0)), []);
   });
 });

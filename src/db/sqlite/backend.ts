@@ -7,6 +7,7 @@ import { describeError, StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../migrations.js';
 import type { InboxDatabase } from '../schema.js';
+import { cachingStatements } from './statement-cache.js';
 
 /**
  * STRICT tables make SQLite refuse a value of the wrong type instead of storing it; TEXT compares
@@ -101,7 +102,7 @@ class SharedFileDriver implements Driver {
   async init(): Promise<void> {
     let file = openFiles.get(this.path);
     if (!file) {
-      const driver = new ImmediateTransactionDriver({ database: async () => openDatabase(this.path) });
+      const driver = new ImmediateTransactionDriver({ database: async () => cachingStatements(openDatabase(this.path)) });
       file = { driver, ready: driver.init(), users: 0 };
       openFiles.set(this.path, file);
     }
