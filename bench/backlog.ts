@@ -4,7 +4,7 @@ import { createBenchDatabase, drain, type DatabaseServers } from './database.js'
 import type { LoadResult } from './load-generator.js';
 import { countersPer, headline, readServerCounters, type ServerCounters } from './server-status.js';
 import { round } from './stats.js';
-import { ownOn, startTarget, startWorker, TARGETS, type BenchStore } from './targets.js';
+import { inProcess, ownOn, startTarget, startWorker, TARGETS, type BenchStore } from './targets.js';
 
 /**
  * What processing costs per event, apart from receiving: `events` deliveries recorded by the service
@@ -130,7 +130,7 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
           await worker.stop();
           const perEvent = countersPer(countersBefore, await readServerCounters(database.url), events);
           const { statements: statementCount, rowWrites, rowReads, commits } = headline(perEvent);
-          const counted = options.store !== 'sqlite';
+          const counted = !inProcess(options.store);
           const perEventMs = (cpuSeconds: number) => (events === 0 ? 0 : round((cpuSeconds * 1000) / events, 3));
           const per = (value: number) => (events === 0 ? 0 : round(value / events, 3));
           const statements = (JSON.parse(readFileSync(statementFile, 'utf8')) as ProbedStatement[]).map((s) => ({

@@ -12,7 +12,7 @@ import type { DatabaseCalls } from './server-status.js';
 import type { LoadResult } from './load-generator.js';
 import type { BenchSettings } from './settings.js';
 import { median, round, type Percentiles } from './stats.js';
-import { peerOf, peerOn, TARGETS } from './targets.js';
+import { inProcess, peerOf, peerOn, TARGETS } from './targets.js';
 
 /** Medians over repetitions of a lag's p50 and p99; null when nothing was processed. */
 type LagSummary = { p50: number | null; p99: number | null } | null;
@@ -332,8 +332,7 @@ function summariseBacklog(backlog: BacklogRun[], baseline: TargetSummary | undef
   const baselineService = baseline?.serviceCpuMsPerAck ?? null;
   const baselineDatabase = baseline?.databaseCpuMsPerAck ?? null;
   const perAck = baselineService !== null && baselineDatabase !== null ? baselineService + baselineDatabase : null;
-  const inProcess = backlog[0]!.store === 'sqlite';
-  const perEvent = serviceCpuMsPerEvent !== null && (databaseCpuMsPerEvent !== null || inProcess) ? serviceCpuMsPerEvent + (databaseCpuMsPerEvent ?? 0) : null;
+  const perEvent = serviceCpuMsPerEvent !== null && (databaseCpuMsPerEvent !== null || inProcess(backlog[0]!.store)) ? serviceCpuMsPerEvent + (databaseCpuMsPerEvent ?? 0) : null;
   const counters = [...new Set(backlog.flatMap((b) => Object.keys(b.perEvent)))].sort();
   return {
     store: backlog[0]!.store,
@@ -554,14 +553,14 @@ function backlogSection(results: BenchResults): string[] {
       mysql: "Per event, from MariaDB's SHOW GLOBAL STATUS over the drain (server-wide: other clients of the server count too)",
       sqlite: 'SQLite runs inside the worker: its CPU is in the worker CPU, the ratio is to MariaDB’s baseline, and there are no server counters',
     }[b.store];
-    const inProcess = b.store === 'sqlite';
+    const withinWorker = inProcess(b.store);
     return [
       '',
       `## Backlog on ${database}: processing alone (${b.events} events recorded with \`serve --no-workers\`, then one \`worker\` alone)`,
       '',
       `| events/s | worker CPU per event | ${database} CPU per event | x baseline CPU per ack | statements | row writes | row reads | commits |`,
       '|---|---|---|---|---|---|---|---|',
-      `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${inProcess ? 'in the worker' : cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
+      `| ${cell(b.eventsPerSec)} | ${cell(b.serviceCpuMsPerEvent, ' ms')} | ${withinWorker ? 'in the worker' : cell(b.databaseCpuMsPerEvent, ' ms')} | ${cell(b.cpuRatioToBaselineAck, 'x')} | ${cell(b.statementsPerEvent)} | ${cell(b.rowWritesPerEvent)} | ${cell(b.rowReadsPerEvent)} | ${cell(b.commitsPerEvent)} |`,
       '',
       `${source}${counters.length === 0 ? '' : `: ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}`}.`,
       '',
@@ -570,7 +569,7 @@ function backlogSection(results: BenchResults): string[] {
         3,
       )} statements per event in all.`,
       '',
-      `| statement | per event | rows changed per event | ${inProcess ? 'execution' : 'round-trip'} ms per event | errors |`,
+      `| statement | per event | rows changed per event | ${withinWorker ? 'execution' : 'round-trip'} ms per event | errors |`,
       '|---|---|---|---|---|',
       ...b.statements
         .slice(0, STATEMENT_ROWS)

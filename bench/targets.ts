@@ -87,6 +87,9 @@ export function ownOn(store: BenchStore, name: string): string {
   return store === 'sqlite' ? `sqlite-${name}` : peerOn(store, name);
 }
 
+/** Whether `store`'s database runs inside the process that uses it (SQLite): its CPU is that process's, and it has no server counters. */
+export const inProcess = (store: BenchStore): boolean => store === 'sqlite';
+
 /** Targets whose deliveries are processed (rows marked processed), so the bench measures keep-up and lag for them. */
 export const processes = (spec: TargetSpec): boolean => spec.kind === 'inbox' || spec.kind === 'naive';
 
