@@ -19,21 +19,25 @@ export function distinctPayments(payments: PaymentRef[]): PaymentRef[] {
   return [...byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, p]) => p);
 }
 
-/** Matches the rows of `payments` (lock rows, events or payments), grouped by provider so each group is an index range. */
+/**
+ * Matches the rows of `payments` (lock rows, events or payments), grouped by provider so each group
+ * is an index range. The statement's text must depend on little but the batch's size, so that a
+ * statement prepared once (PostgreSQL's, SQLite's cache) serves the batches after it: each group's
+ * list of ids is padded to a power of two by repeating its last id, and the groups come largest
+ * first. Unpadded, every mix of sizes by provider was a text of its own.
+ */
 export function wherePayments(payments: PaymentRef[]) {
+  const groups = [...groupBy(payments, (p) => p.provider)]
+    .map(([provider, group]) => ({ provider, ids: paddedToPowerOfTwo([...new Set(group.map((p) => p.paymentId))]) }))
+    .sort((a, b) => b.ids.length - a.ids.length);
   return (eb: ExpressionBuilder<InboxDatabase, 'payment_leases' | 'webhook_events' | 'payments'>) =>
-    eb.or(
-      [...groupBy(payments, (p) => p.provider)].map(([provider, group]) =>
-        eb.and([
-          eb('provider', '=', provider),
-          eb(
-            'payment_id',
-            'in',
-            group.map((p) => p.paymentId),
-          ),
-        ]),
-      ),
-    );
+    eb.or(groups.map(({ provider, ids }) => eb.and([eb('provider', '=', provider), eb('payment_id', 'in', ids)])));
+}
+
+/** `values` (at least one) followed by copies of its last value, up to the next power of two: an `IN` list means the same with repeats. */
+export function paddedToPowerOfTwo<T>(values: T[]): T[] {
+  const size = 2 ** Math.ceil(Math.log2(values.length));
+  return values.concat(Array<T>(size - values.length).fill(values.at(-1)!));
 }
 
 /**
