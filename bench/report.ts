@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { createConnection } from 'mysql2/promise';
@@ -443,7 +443,21 @@ const cell = (value: number | null | undefined, unit = '') => (value === null ||
 /** A lag summary as a table cell: "p50 / p99", or — when nothing was processed. */
 const lagCell = (lag: LagSummary) => (lag ? `${cell(lag.p50)} / ${cell(lag.p99)}` : '—');
 
-function markdown(results: BenchResults): string {
+/** The fixed-rate steps' percentiles beside their chart; nothing when the run had none (`--rates none`). */
+function latencySection({ settings, summary }: BenchResults): string[] {
+  if (settings.rates.length === 0) return [];
+  return [
+    '## Latency against offered load (open loop, measured from the moment each request was due)',
+    '',
+    '![latency percentiles against offered load](latency.svg)',
+    '',
+    `| target | ${settings.rates.map((r) => `${r}/s p50 / p99 / p99.9`).join(' | ')} |`,
+    `|---|${settings.rates.map(() => '---').join('|')}|`,
+    ...summary.targets.map((t) => `| ${t.label} | ${t.paced.map((p) => `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.p99_9)}`).join(' | ')} |`),
+  ];
+}
+
+export function reportMarkdown(results: BenchResults): string {
   const { summary, machine, settings } = results;
   const lines = [
     '# webhook-inbox benchmark',
@@ -470,13 +484,7 @@ function markdown(results: BenchResults): string {
     "acks/s counts every 2xx (new events and duplicates); processed/s counts distinct events processed during the run; keep-up is processed/s over distinct new events/s. All done after: seconds from the end of the load until every event was processed and every outbox effect dispatched (the work the run left behind). Service CPU per ack: CPU time of the service process during the run (acknowledging and, in background mode, processing) divided by its acks; database CPU per ack the same for the database server (MariaDB; for the PostgreSQL rows the backends connected to the target's database; — when it runs elsewhere, or for SQLite, which runs inside the service). x baseline: against the baseline on the same database server in the same repetition (PostgreSQL rows against the PostgreSQL baseline; SQLite against MariaDB). non-2xx counts every measured step.",
     '',
     ...sustainedSection(results),
-    '## Latency against offered load (open loop, measured from the moment each request was due)',
-    '',
-    '![latency percentiles against offered load](latency.svg)',
-    '',
-    `| target | ${settings.rates.map((r) => `${r}/s p50 / p99 / p99.9`).join(' | ')} |`,
-    `|---|${settings.rates.map(() => '---').join('|')}|`,
-    ...summary.targets.map((t) => `| ${t.label} | ${t.paced.map((p) => `${cell(p.p50)} / ${cell(p.p99)} / ${cell(p.p99_9)}`).join(' | ')} |`),
+    ...latencySection(results),
   ];
   const floods = summary.targets.filter((t) => t.flood);
   if (floods.length > 0) {
@@ -599,7 +607,13 @@ function sustainedSection(results: BenchResults): string[] {
 export function writeReport(directory: string, results: BenchResults): void {
   mkdirSync(directory, { recursive: true });
   writeFileSync(join(directory, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
-  writeFileSync(join(directory, 'report.md'), markdown(results));
+  writeFileSync(join(directory, 'report.md'), reportMarkdown(results));
+  const chart = join(directory, 'latency.svg');
+  // A chart left from an earlier run would sit beside a report that has no fixed-rate steps.
+  if (results.settings.rates.length === 0) {
+    rmSync(chart, { force: true });
+    return;
+  }
   const series = results.summary.targets.map((t) => ({ label: t.label, points: t.paced }));
-  writeFileSync(join(directory, 'latency.svg'), latencyChart(series, `Ack latency against offered load (${results.machine.cpu})`));
+  writeFileSync(chart, latencyChart(series, `Ack latency against offered load (${results.machine.cpu})`));
 }

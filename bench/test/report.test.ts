@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BacklogRun } from '../backlog.js';
 import type { LoadResult } from '../load-generator.js';
-import { summarise, type CapacityRun, type Step, type TargetRun } from '../report.js';
+import { reportMarkdown, summarise, type BenchResults, type CapacityRun, type Step, type TargetRun } from '../report.js';
 import { parseSettings } from '../settings.js';
 
 const load = (acksPerSec: number): LoadResult => ({
@@ -124,5 +124,38 @@ describe('bench summary on two database servers', () => {
     assert.equal(check("PostgreSQL: end-to-end capacity of the default mode >= 2x the naive handler's")?.met, false);
     assert.equal(check("end-to-end capacity of the default mode >= 2x the naive handler's")?.met, true);
     assert.match(check(summary.checks.find((c) => c.target.startsWith('PostgreSQL: processing CPU'))!.target)!.measured, /^2\.5x/);
+  });
+});
+
+describe('the report of a run', () => {
+  const results = (rates: string): BenchResults => {
+    const settings = parseSettings(['--quick', '--targets', 'baseline,background', '--rates', rates, '--capacity', 'none']);
+    const paced = settings.rates.map((rate) => step(rate));
+    const runs = [run('baseline', 1000), run('background', 900)].map((r) => ({ ...r, paced }));
+    return {
+      startedAt: '2026-12-06T00:00:00.000Z',
+      finishedAt: '2026-12-06T00:01:00.000Z',
+      command: 'npm run bench',
+      machine: { cpu: '2 x test', memoryGb: 1, kernel: 'test', node: 'v20', database: 'MariaDB', loadAverage: '0' },
+      settings: { ...settings, out: undefined, profileDir: undefined },
+      runs,
+      growth: [],
+      backlog: [],
+      capacity: [],
+      summary: summarise(settings, runs, [], [], []),
+    };
+  };
+
+  test('has no latency section, and no empty table, when the run had no fixed-rate steps', () => {
+    const report = reportMarkdown(results('none'));
+    assert.doesNotMatch(report, /Latency against offered load|latency\.svg/);
+    assert.doesNotMatch(report, /\|\s*\|\n/, 'no table row without cells');
+    assert.match(report, /## Saturation/);
+  });
+
+  test('quotes each fixed-rate step beside its chart when there were some', () => {
+    const report = reportMarkdown(results('250,1000'));
+    assert.match(report, /## Latency against offered load/);
+    assert.match(report, /\| target \| 250\/s p50 \/ p99 \/ p99\.9 \| 1000\/s p50 \/ p99 \/ p99\.9 \|/);
   });
 });
