@@ -443,9 +443,12 @@ const cell = (value: number | null | undefined, unit = '') => (value === null ||
 /** A lag summary as a table cell: "p50 / p99", or — when nothing was processed. */
 const lagCell = (lag: LagSummary) => (lag ? `${cell(lag.p50)} / ${cell(lag.p99)}` : '—');
 
-/** The fixed-rate steps' percentiles beside their chart; nothing when the run had none (`--rates none`). */
+/** A run with `--rates none` has no fixed-rate steps: no latency section, no chart. */
+const hasFixedRateSteps = (settings: BenchResults['settings']) => settings.rates.length > 0;
+
+/** The fixed-rate steps' percentiles beside their chart. */
 function latencySection({ settings, summary }: BenchResults): string[] {
-  if (settings.rates.length === 0) return [];
+  if (!hasFixedRateSteps(settings)) return [];
   return [
     '## Latency against offered load (open loop, measured from the moment each request was due)',
     '',
@@ -610,7 +613,7 @@ export function writeReport(directory: string, results: BenchResults): void {
   writeFileSync(join(directory, 'report.md'), reportMarkdown(results));
   const chart = join(directory, 'latency.svg');
   // A chart left from an earlier run would sit beside a report that has no fixed-rate steps.
-  if (results.settings.rates.length === 0) {
+  if (!hasFixedRateSteps(results.settings)) {
     rmSync(chart, { force: true });
     return;
   }
