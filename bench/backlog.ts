@@ -46,15 +46,21 @@ export interface StatementShare {
   /** Round-trip wall time per event (send to answer, waiting for a connection included; round trips overlap). */
   msPerEvent: number;
   errors: number;
+  /** Runs sent for the server to parse and plan anew (PostgreSQL unnamed, MariaDB's text protocol), per event. */
+  unpreparedPerEvent: number;
+  /** Distinct statement texts of the shape: one per batch size is what a statement cache can hold. */
+  texts: number;
 }
 
-/** What bench/statement-probe.mjs writes: each shape's count, rows changed, wall time. */
+/** What bench/statement-probe.mjs writes: each shape's count, rows changed, wall time, unprepared runs, distinct texts. */
 interface ProbedStatement {
   shape: string;
   count: number;
   rowsChanged: number;
   ms: number;
   errors: number;
+  unprepared: number;
+  texts: number;
 }
 
 const STATEMENT_PROBE = resolve(import.meta.dirname, 'statement-probe.mjs');
@@ -139,6 +145,8 @@ export async function runBacklog(options: BacklogOptions): Promise<BacklogRun> {
             rowsChangedPerEvent: per(s.rowsChanged),
             msPerEvent: per(s.ms),
             errors: s.errors,
+            unpreparedPerEvent: per(s.unprepared),
+            texts: s.texts,
           }));
           return {
             store: options.store,

@@ -554,6 +554,12 @@ function capacitySection(results: BenchResults): string[] {
 /** Statement shapes listed in the report; results.json keeps them all. */
 const STATEMENT_ROWS = 25;
 
+const perEventSum = (statements: BacklogRun['statements'], value: (s: BacklogRun['statements'][number]) => number) =>
+  round(
+    statements.reduce((sum, s) => sum + value(s), 0),
+    3,
+  );
+
 function backlogSection(results: BenchResults): string[] {
   return results.summary.backlog.flatMap((b) => {
     const database = { mysql: 'MariaDB', postgres: 'PostgreSQL', sqlite: 'SQLite' }[b.store];
@@ -575,16 +581,16 @@ function backlogSection(results: BenchResults): string[] {
       '',
       `${source}${counters.length === 0 ? '' : `: ${counters.map(([name, value]) => `${name} ${value}`).join(', ')}`}.`,
       '',
-      `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${round(
-        b.statements.reduce((sum, s) => sum + s.perEvent, 0),
-        3,
-      )} statements per event in all.`,
+      `The worker's statements by shape (bench/statement-probe.mjs; the bench's own drain polls are not among them), per processed event: ${STATEMENT_ROWS} most frequent of ${b.statements.length} shapes, ${perEventSum(b.statements, (s) => s.perEvent)} statements per event in all, ${perEventSum(b.statements, (s) => s.unpreparedPerEvent)} of them unprepared (parsed and planned for that run alone). Texts: how many distinct statement texts the shape came in.`,
       '',
-      `| statement | per event | rows changed per event | ${withinWorker ? 'execution' : 'round-trip'} ms per event | errors |`,
-      '|---|---|---|---|---|',
+      `| statement | per event | unprepared per event | texts | rows changed per event | ${withinWorker ? 'execution' : 'round-trip'} ms per event | errors |`,
+      '|---|---|---|---|---|---|---|',
       ...b.statements
         .slice(0, STATEMENT_ROWS)
-        .map((s) => `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`),
+        .map(
+          (s) =>
+            `| \`${s.shape.replaceAll('|', '\\|').replaceAll('`', "'")}\` | ${s.perEvent} | ${s.unpreparedPerEvent} | ${s.texts} | ${s.rowsChangedPerEvent} | ${s.msPerEvent} | ${s.errors} |`,
+        ),
     ];
   });
 }

@@ -128,7 +128,7 @@ describe('bench summary on two database servers', () => {
 });
 
 describe('the report of a run', () => {
-  const results = (rates: string): BenchResults => {
+  const results = (rates: string, backlog: BacklogRun[] = []): BenchResults => {
     const settings = parseSettings(['--quick', '--targets', 'baseline,background', '--rates', rates, '--capacity', 'none']);
     const paced = settings.rates.map((rate) => step(rate));
     const runs = [run('baseline', 1000), run('background', 900)].map((r) => ({ ...r, paced }));
@@ -140,9 +140,9 @@ describe('the report of a run', () => {
       settings: { ...settings, out: undefined, profileDir: undefined },
       runs,
       growth: [],
-      backlog: [],
+      backlog,
       capacity: [],
-      summary: summarise(settings, runs, [], [], []),
+      summary: summarise(settings, runs, [], backlog, []),
     };
   };
 
@@ -157,5 +157,22 @@ describe('the report of a run', () => {
     const report = reportMarkdown(results('250,1000'));
     assert.match(report, /## Latency against offered load/);
     assert.match(report, /\| target \| 250\/s p50 \/ p99 \/ p99\.9 \| 1000\/s p50 \/ p99 \/ p99\.9 \|/);
+  });
+
+  test("counts the backlog worker's unprepared runs and each shape's distinct texts", () => {
+    const statement = (shape: string, perEvent: number, unpreparedPerEvent: number, texts: number) => ({
+      shape,
+      perEvent,
+      unpreparedPerEvent,
+      texts,
+      rowsChangedPerEvent: 0,
+      msPerEvent: 0.01,
+      errors: 0,
+    });
+    const report = reportMarkdown(
+      results('none', [{ ...backlog('mysql', 0.2), statements: [statement('update `payments` set … | …', 0.5, 0.25, 37), statement('commit', 0.1, 0.1, 1)] }]),
+    );
+    assert.match(report, /0\.6 statements per event in all, 0\.35 of them unprepared/);
+    assert.match(report, /\| `update 'payments' set … \\\| …` \| 0\.5 \| 0\.25 \| 37 \| 0 \| 0\.01 \| 0 \|/);
   });
 });

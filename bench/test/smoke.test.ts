@@ -103,7 +103,12 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
       shapes.some((shape) => shape.startsWith('update `webhook_events` set `status` = ?')),
       `the worker's statements by shape: ${shapes.join('\n')}`,
     );
-    assert.ok(backlog!.statements.every((s) => s.perEvent > 0 && s.errors === 0));
+    assert.ok(backlog!.statements.every((s) => s.perEvent > 0 && s.errors === 0 && s.texts >= 1));
+    // MariaDB's processing pool sends its statements as text (the backend's prepareEverywhere), and the probe says so.
+    assert.ok(
+      backlog!.statements.every((s) => s.unpreparedPerEvent === s.perEvent),
+      JSON.stringify(backlog!.statements),
+    );
 
     // The capacity search: from --capacity-start, doubled, bounded by --max-rate.
     assert.deepEqual(
@@ -230,6 +235,10 @@ describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') 
       shapes.some((shape) => shape.startsWith('update "webhook_events" set "status" = ?')),
       `the worker's statements by shape, through pg: ${shapes.join('\n')}`,
     );
+    // Statements without values are never prepared (prepared-pool.ts); the probe reads the name pg is given.
+    const commit = backlog!.statements.find((s) => s.shape === 'commit');
+    assert.ok(commit && commit.unpreparedPerEvent === commit.perEvent, JSON.stringify(commit));
+    assert.ok(backlog!.statements.every((s) => s.unpreparedPerEvent <= s.perEvent && s.texts >= 1));
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /## Backlog on PostgreSQL: processing alone \(40 events/);
     assert.match(readFileSync(join(out, 'report.md'), 'utf8'), /\| PostgreSQL baseline \(node:http \+ 1 INSERT \.\.\. ON CONFLICT DO NOTHING\) \| \d+/);
 
@@ -280,6 +289,10 @@ describe('benchmark on SQLite (tiny)', () => {
     const report = readFileSync(join(out, 'report.md'), 'utf8');
     assert.match(report, /## Backlog on SQLite: processing alone \(40 events/);
     assert.match(report, /\| in the worker \|/);
-    assert.match(report, /\| statement \| per event \| rows changed per event \| execution ms per event \| errors \|/);
+    assert.match(report, /\| statement \| per event \| unprepared per event \| texts \| rows changed per event \| execution ms per event \| errors \|/);
+    assert.ok(
+      backlog!.statements.every((s) => s.unpreparedPerEvent === 0),
+      'better-sqlite3 runs every statement prepared',
+    );
   });
 });
