@@ -1,4 +1,5 @@
 import { type Insertable, type Kysely, type Selectable } from 'kysely';
+import { EVENT_COLUMNS } from '../db/event-rows.js';
 import { newLease } from '../db/lease.js';
 import { caseById } from '../db/sql-case.js';
 import { fromDbTime, toDbTime, type DbTime, type EventAttemptsTable, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
@@ -40,8 +41,7 @@ export async function claimBatch(db: Kysely<InboxDatabase>, ids: number[], owner
   const rows = await db
     .selectFrom('webhook_events')
     .leftJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
-    .selectAll('webhook_events')
-    .select(['webhook_event_bodies.payload', 'webhook_event_bodies.headers'])
+    .select([...EVENT_COLUMNS, 'webhook_event_bodies.payload', 'webhook_event_bodies.headers'])
     .where('id', 'in', ids)
     .execute();
   const due = rows.filter((row) => isDue(row, nowDb));
