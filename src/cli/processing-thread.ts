@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { startWorkers } from '../app.js';
 import type { Config } from '../config/settings.js';
 import { describeError } from '../errors.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, flushed } from '../observability/logger.js';
 import type { Inbox } from '../inbox.js';
 import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
@@ -162,13 +162,18 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
       .then(
         () => {
           metrics.flush();
-          process.exit(0);
+          return 0;
         },
         (error: unknown) => {
           logger.error({ err: error }, "error while stopping the workers' thread");
-          process.exit(1);
+          return 1;
         },
-      );
+      )
+      // pino writes a thread's buffered lines at exit only in the main thread.
+      .then(async (code) => {
+        await flushed(logger);
+        process.exit(code);
+      });
   });
   // A failure to start fails the thread, which the request thread logs and starts again.
   await starting;

@@ -62,8 +62,26 @@ function censorNested(object: Fields): Fields {
 const hidden = () => CENSOR;
 
 /**
+ * Lines wait in a buffer until this much has gathered, or LOG_WRITE_INTERVAL_MS has passed, and go to
+ * stdout in one write: each write costs the thread the setup of an asynchronous system call, and a
+ * saturated service writes a line per delivery (docs/performance.md, "Log lines in blocks").
+ */
+const LOG_BLOCK_BYTES = 4096;
+const LOG_WRITE_INTERVAL_MS = 100;
+
+/**
+ * What stdout may hold unwritten, when whatever reads it stops: lines beyond it are dropped. A log
+ * reader that stalls must not stop the service from answering deliveries; the database, not the
+ * log, is the record of what was received.
+ */
+const UNWRITTEN_LOG_BYTES = 32 * 1024 * 1024;
+
+/**
  * JSON lines for machines; readable lines (pino-pretty, in a worker thread) when a person watches the
  * terminal. A `destination` (tests, embedding services) always gets JSON.
+ *
+ * stdout is written asynchronously, in blocks (LOG_BLOCK_BYTES). pino writes what is left when the
+ * process exits, in the main thread only: a thread that ends itself awaits `flushed` first.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
@@ -82,7 +100,14 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
     },
   };
   const pretty = { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } };
-  const logger = destination ? pino(options, destination) : pino(process.stdout.isTTY ? { ...options, ...pretty } : options);
+  const logger = destination
+    ? pino(options, destination)
+    : process.stdout.isTTY
+      ? pino({ ...options, ...pretty })
+      : pino(
+          options,
+          pino.destination({ dest: process.stdout.fd ?? 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_WRITE_INTERVAL_MS, maxLength: UNWRITTEN_LOG_BYTES }),
+        );
   // Children inherit this (pino makes each one from its parent), so bindings at any depth pass through
   // here; pino gives children no formatter of their own to do it.
   // eslint-disable-next-line @typescript-eslint/unbound-method -- applied below with each logger as its own `this`
@@ -93,4 +118,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   // pino's child type is generic over custom levels, which this logger has none of.
   logger.child = censoredChild as unknown as Logger['child'];
   return logger;
+}
+
+/** Resolves once every line `logger` was given has been written (a thread's last lines, before it exits). */
+export function flushed(logger: Logger): Promise<void> {
+  return new Promise((resolve) => logger.flush(() => resolve()));
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import { describe, test } from 'node:test';
 import { createLogger } from '../../../src/observability/logger.js';
 
@@ -71,5 +72,71 @@ describe('createLogger redacts what must never be logged', () => {
         msg: 'delivery acknowledged',
       },
     );
+  });
+});
+
+describe('createLogger writes stdout asynchronously and loses no line', () => {
+  const logger = new URL('../../../src/observability/logger.ts', import.meta.url).href;
+  /** Runs `script` (an ES module, `logger` the module's URL) in a process of its own; its stdout's lines. */
+  const linesOf = (script: string) => {
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script.replaceAll('LOGGER', JSON.stringify(logger))], {
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    assert.equal(child.status, 0, child.stderr);
+    return child.stdout.split('\n').filter((line) => line !== '');
+  };
+
+  test('a process that exits at once, lines still buffered, writes every one of them first', () => {
+    const lines = linesOf(`
+      const { createLogger } = await import(LOGGER);
+      const logger = createLogger('info');
+      for (let i = 0; i < 20000; i++) logger.info({ i }, 'line');
+      process.exit(0);
+    `);
+    assert.equal(lines.length, 20000);
+    assert.deepEqual(
+      lines.map((line) => (JSON.parse(line) as { i: number }).i),
+      Array.from({ length: 20000 }, (_, i) => i),
+      'in the order logged',
+    );
+  });
+
+  test('a thread that ends itself writes its lines first, once it has awaited flushed()', () => {
+    // A thread does not inherit the --import tsx hooks on Node 20: it registers them itself.
+    const tsx = JSON.stringify(import.meta.resolve('tsx/esm/api'));
+    const lines = linesOf(`
+      import { Worker } from 'node:worker_threads';
+      const body = \`import(\${JSON.stringify(${tsx})}).then(({ register }) => register()).then(async () => {
+        const { createLogger, flushed } = await import(\${JSON.stringify(LOGGER)});
+        const logger = createLogger('info');
+        for (let i = 0; i < 5000; i++) logger.info({ i }, 'thread line');
+        await flushed(logger);
+        process.exit(0);
+      })\`;
+      const thread = new Worker(body, { eval: true });
+      await new Promise((resolve) => thread.on('exit', resolve));
+    `);
+    assert.equal(lines.filter((line) => line.includes('thread line')).length, 5000);
+  });
+
+  test('a line logged alone reaches stdout while the process runs on, not only when it exits', async () => {
+    const child = spawn(process.execPath, [
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      `const { createLogger } = await import(${JSON.stringify(logger)}); createLogger('info').info('alone'); setTimeout(() => {}, 10000);`,
+    ]);
+    try {
+      const first = await new Promise<string>((resolve, reject) => {
+        child.stdout.once('data', (chunk: Buffer) => resolve(chunk.toString('utf8')));
+        child.once('exit', (code) => reject(new Error(`exited (${code}) before writing its line`)));
+      });
+      assert.match(first, /"msg":"alone"/);
+      assert.equal(child.exitCode, null, 'still running');
+    } finally {
+      child.kill();
+    }
   });
 });
