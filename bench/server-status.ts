@@ -62,6 +62,9 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
        from pg_stat_database where datname = current_database()`,
     );
     const { rows: wal } = await client.query<{ pg_wal_bytes: string }>(`select wal_bytes as pg_wal_bytes from pg_stat_wal`);
+    const { rows: tables } = await client.query<TableReads>(
+      `select schemaname, relname, seq_tup_read, idx_tup_fetch, idx_scan from pg_stat_all_tables where schemaname not in ('information_schema', 'pg_toast')`,
+    );
     const { rows: extension } = await client.query(`select 1 from pg_extension where extname = 'pg_stat_statements'`);
     const statements =
       extension.length === 0
@@ -71,10 +74,40 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
               `select sum(calls) as pg_statements from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())`,
             )
           ).rows;
-    return postgresCountersOf({ ...rows[0], ...wal[0], ...statements[0] });
+    return { ...postgresCountersOf({ ...rows[0], ...wal[0], ...statements[0] }), ...tableReadCounters(tables) };
   } finally {
     await client.end();
   }
+}
+
+/** A row of pg_stat_all_tables: what index and sequential scans of one table read. */
+export interface TableReads {
+  schemaname: string;
+  relname: string;
+  seq_tup_read: string | number | null;
+  idx_tup_fetch: string | number | null;
+  idx_scan: string | number | null;
+}
+
+/**
+ * Per table, the rows its sequential scans read (`pg_seq_read:TABLE`), the rows its index scans
+ * fetched (`pg_idx_fetch:TABLE`) and its index scans (`pg_idx_scans:TABLE`); the catalogs' tables
+ * are named with their schema. pg_stat_database's tup_fetched says how many rows were read, these
+ * say where.
+ */
+export function tableReadCounters(tables: TableReads[]): ServerCounters {
+  const counters: ServerCounters = {};
+  for (const table of tables) {
+    const name = table.schemaname === 'public' ? table.relname : `${table.schemaname}.${table.relname}`;
+    for (const [counter, value] of [
+      ['pg_seq_read', table.seq_tup_read],
+      ['pg_idx_fetch', table.idx_tup_fetch],
+      ['pg_idx_scans', table.idx_scan],
+    ] as const) {
+      if (value !== null && /^\d+$/.test(String(value))) counters[`${counter}:${name}`] = Number(value);
+    }
+  }
+  return counters;
 }
 
 /** The numeric columns of a pg_stat_database row (and pg_stat_statements' sum), prefixed `pg_`. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countersOf, countersPer, databaseCallsPer, headline, postgresCountersOf } from '../server-status.js';
+import { countersOf, countersPer, databaseCallsPer, headline, postgresCountersOf, tableReadCounters } from '../server-status.js';
 import { statementShape } from '../statement-probe.mjs';
 
 describe('server counters per event', () => {
@@ -64,6 +64,15 @@ describe("PostgreSQL's counters per event", () => {
     );
     assert.deepEqual(headline(perEvent), { statements: 0, rowWrites: 6, rowReads: 5, commits: 1 });
     assert.equal(headline({ ...perEvent, pg_statements: 4.5 }).statements, 4.5);
+  });
+
+  test("says which tables the rows were read from, catalogs by their schema, without counting them twice in the headline's reads", () => {
+    const counters = tableReadCounters([
+      { schemaname: 'public', relname: 'outbox', seq_tup_read: '0', idx_tup_fetch: '4000', idx_scan: '200' },
+      { schemaname: 'pg_catalog', relname: 'pg_class', seq_tup_read: 12, idx_tup_fetch: null, idx_scan: null },
+    ]);
+    assert.deepEqual(counters, { 'pg_seq_read:outbox': 0, 'pg_idx_fetch:outbox': 4000, 'pg_idx_scans:outbox': 200, 'pg_seq_read:pg_catalog.pg_class': 12 });
+    assert.equal(headline(countersPer({}, { ...counters, pg_tup_fetched: 4000 }, 100)).rowReads, 40);
   });
 });
 
