@@ -80,8 +80,9 @@ const UNWRITTEN_LOG_BYTES = 32 * 1024 * 1024;
  * JSON lines for machines; readable lines (pino-pretty, in a worker thread) when a person watches the
  * terminal. A `destination` (tests, embedding services) always gets JSON.
  *
- * stdout is written asynchronously, in blocks (LOG_BLOCK_BYTES). pino writes what is left when the
- * process exits, in the main thread only: a thread that ends itself awaits `flushed` first.
+ * stdout is written asynchronously, in blocks of up to 4 KB, at least every 100 ms. pino writes what
+ * is left when the process exits, in the main thread only: a thread that ends itself awaits
+ * `flushed` first.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
