@@ -1,3 +1,4 @@
+import { isMainThread } from 'node:worker_threads';
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { describeError } from '../errors.js';
 import { isRecord } from '../model/json.js';
@@ -80,9 +81,10 @@ const UNWRITTEN_LOG_BYTES = 32 * 1024 * 1024;
  * JSON lines for machines; readable lines (pino-pretty, in a worker thread) when a person watches the
  * terminal. A `destination` (tests, embedding services) always gets JSON.
  *
- * stdout is written asynchronously, in blocks of up to 4 KB, at least every 100 ms. pino writes what
- * is left when the process exits, in the main thread only: a thread that ends itself awaits
- * `flushed` first.
+ * stdout is written in blocks of up to 4 KB, at least every 100 ms: asynchronously in the main
+ * thread, where pino writes what is left when the process exits; synchronously in a worker thread,
+ * which pino does not flush at its end, so that `flushed` (awaited before the thread ends itself)
+ * finds no write under way and writes the rest.
  */
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
@@ -107,7 +109,7 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
       ? pino({ ...options, ...pretty })
       : pino(
           options,
-          pino.destination({ dest: process.stdout.fd ?? 1, sync: false, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_WRITE_INTERVAL_MS, maxLength: UNWRITTEN_LOG_BYTES }),
+          pino.destination({ dest: process.stdout.fd ?? 1, sync: !isMainThread, minLength: LOG_BLOCK_BYTES, periodicFlush: LOG_WRITE_INTERVAL_MS, maxLength: UNWRITTEN_LOG_BYTES }),
         );
   // Children inherit this (pino makes each one from its parent), so bindings at any depth pass through
   // here; pino gives children no formatter of their own to do it.
