@@ -96,18 +96,18 @@ export interface TableReads {
  * say where.
  */
 export function tableReadCounters(tables: TableReads[]): ServerCounters {
-  const counters: ServerCounters = {};
-  for (const table of tables) {
-    const name = table.schemaname === 'public' ? table.relname : `${table.schemaname}.${table.relname}`;
-    for (const [counter, value] of [
-      ['pg_seq_read', table.seq_tup_read],
-      ['pg_idx_fetch', table.idx_tup_fetch],
-      ['pg_idx_scans', table.idx_scan],
-    ] as const) {
-      if (value !== null && /^\d+$/.test(String(value))) counters[`${counter}:${name}`] = Number(value);
-    }
-  }
-  return counters;
+  return postgresCountersOf(
+    Object.fromEntries(
+      tables.flatMap((table) => {
+        const name = table.schemaname === 'public' ? table.relname : `${table.schemaname}.${table.relname}`;
+        return [
+          [`pg_seq_read:${name}`, table.seq_tup_read],
+          [`pg_idx_fetch:${name}`, table.idx_tup_fetch],
+          [`pg_idx_scans:${name}`, table.idx_scan],
+        ];
+      }),
+    ),
+  );
 }
 
 /** The numeric columns of a pg_stat_database row (and pg_stat_statements' sum), prefixed `pg_`. */

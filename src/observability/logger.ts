@@ -64,8 +64,9 @@ const hidden = () => CENSOR;
 
 /**
  * Lines wait in a buffer until this much has gathered, or LOG_WRITE_INTERVAL_MS has passed, and go to
- * stdout in one write: each write costs the thread the setup of an asynchronous system call, and a
- * saturated service writes a line per delivery (docs/performance.md, "Log lines in blocks").
+ * stdout in one write: each write costs a system call (in the main thread also its hand-off to a libuv
+ * thread), and a saturated service writes a line per delivery (docs/performance.md, "Log lines in
+ * blocks").
  */
 const LOG_BLOCK_BYTES = 4096;
 const LOG_WRITE_INTERVAL_MS = 100;
@@ -123,7 +124,12 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return logger;
 }
 
-/** Resolves once every line `logger` was given has been written (a thread's last lines, before it exits). */
+/**
+ * For a worker thread about to end itself: resolves once every line a `createLogger` logger was given
+ * there has been written (its stream is synchronous there, so nothing is left under way). In the
+ * main thread pino writes what is left when the process exits, and this resolves earlier, while the
+ * last block may still be under way.
+ */
 export function flushed(logger: Logger): Promise<void> {
   return new Promise((resolve) => logger.flush(() => resolve()));
 }
