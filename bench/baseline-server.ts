@@ -1,9 +1,7 @@
 import { createServer } from 'node:http';
 import { InboxError } from '../src/errors.js';
-import { ProviderRegistry } from '../src/providers/registry.js';
-import { toDbTime } from '../src/db/schema.js';
-import { TEST_SECRETS } from '../test/support/signing.js';
-import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './peer-database.js';
+import { testProviders } from './test-providers.js';
+import { BASELINE_INSERT, baselineInsertValues, INLINE_BODY_COLUMNS, openPeerDatabase } from './peer-database.js';
 
 /**
  * The floor of a durable acknowledgement: node:http, the same signature check as the service, ONE
@@ -14,20 +12,8 @@ import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './pee
  * (the service's default, 10), PORT where to listen. With BENCH_NO_DATABASE set it answers 200 right
  * after the signature check: the bench's ceiling target.
  */
-const providers = new ProviderRegistry({
-  stripe: { secrets: [TEST_SECRETS.stripe], toleranceSeconds: 300 },
-  razorpay: { secrets: [TEST_SECRETS.razorpay] },
-  payu: { merchantKey: TEST_SECRETS.payuKey, merchantSalt: TEST_SECRETS.payuSalt },
-});
+const providers = testProviders();
 const pool = process.env.BENCH_NO_DATABASE === undefined ? openPeerDatabase(process.env.BENCH_DATABASE_URL!) : null;
-
-const COLUMNS = `webhook_events
-  (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)`;
-const INSERT: PeerStatement = {
-  name: 'baseline_insert',
-  mysql: `INSERT IGNORE INTO ${COLUMNS} VALUES (?, ?, ?, ?, ?, 'received', 0, ?, ?)`,
-  postgres: `INSERT INTO ${COLUMNS} VALUES ($1, $2, $3, $4, $5, 'received', 0, $6, $7) ON CONFLICT DO NOTHING`,
-};
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -37,8 +23,7 @@ const server = createServer((req, res) => {
     try {
       const event = providers.verifier(req.url!.slice('/webhooks/'.length)).verify({ headers: req.headers, body: Buffer.concat(chunks), receivedAt: new Date() });
       if (!pool) return answer(200, '{"received":true}');
-      const now = toDbTime(new Date());
-      pool.execute(INSERT, [event.provider, event.eventId, event.eventType, event.payload, JSON.stringify(event.headers), now, now]).then(
+      pool.execute(BASELINE_INSERT, baselineInsertValues(event, new Date())).then(
         () => answer(200, '{"received":true}'),
         (error: unknown) => {
           // Logged so a run's non-2xx can be told apart: the bench's figures are read against them.

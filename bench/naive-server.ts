@@ -1,8 +1,7 @@
 import express from 'express';
 import { InboxError } from '../src/errors.js';
-import { ProviderRegistry } from '../src/providers/registry.js';
 import { toDbTime } from '../src/db/schema.js';
-import { TEST_SECRETS } from '../test/support/signing.js';
+import { testProviders } from './test-providers.js';
 import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './peer-database.js';
 
 /**
@@ -21,11 +20,7 @@ import { INLINE_BODY_COLUMNS, openPeerDatabase, type PeerStatement } from './pee
  * Run as a process: BENCH_DATABASE_URL names the migrated database, DB_POOL_SIZE the connections (the
  * service's default, 10), PORT where to listen.
  */
-const providers = new ProviderRegistry({
-  stripe: { secrets: [TEST_SECRETS.stripe], toleranceSeconds: 300 },
-  razorpay: { secrets: [TEST_SECRETS.razorpay] },
-  payu: { merchantKey: TEST_SECRETS.payuKey, merchantSalt: TEST_SECRETS.payuSalt },
-});
+const providers = testProviders();
 const pool = openPeerDatabase(process.env.BENCH_DATABASE_URL!);
 
 /** A column type of the course platform's migration on PostgreSQL: text compared byte for byte. */

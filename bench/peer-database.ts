@@ -1,5 +1,7 @@
 import { createPool } from 'mysql2/promise';
 import pg from 'pg';
+import { toDbTime } from '../src/db/schema.js';
+import type { VerifiedEvent } from '../src/model/delivery.js';
 
 /**
  * One statement of the hand-written servers (the baseline and the naive handler), written for each
@@ -23,6 +25,21 @@ export const INLINE_BODY_COLUMNS: Omit<PeerStatement, 'name'> = {
   mysql: 'ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS payload LONGTEXT, ADD COLUMN IF NOT EXISTS headers LONGTEXT',
   postgres: 'ALTER TABLE webhook_events ADD COLUMN IF NOT EXISTS payload text, ADD COLUMN IF NOT EXISTS headers text',
 };
+
+const BASELINE_COLUMNS = `webhook_events
+  (provider, event_id, event_type, payload, headers, status, attempts, next_attempt_at, created_at)`;
+
+/** The baseline's one statement per delivery: the verified event, its body inline, as received. */
+export const BASELINE_INSERT: PeerStatement = {
+  name: 'baseline_insert',
+  mysql: `INSERT IGNORE INTO ${BASELINE_COLUMNS} VALUES (?, ?, ?, ?, ?, 'received', 0, ?, ?)`,
+  postgres: `INSERT INTO ${BASELINE_COLUMNS} VALUES ($1, $2, $3, $4, $5, 'received', 0, $6, $7) ON CONFLICT DO NOTHING`,
+};
+
+export function baselineInsertValues(event: VerifiedEvent, receivedAt: Date): PeerValue[] {
+  const at = toDbTime(receivedAt);
+  return [event.provider, event.eventId, event.eventType, event.payload, JSON.stringify(event.headers), at, at];
+}
 
 /** What the hand-written servers need of a database: autocommit statements on a pool, nothing more. */
 export interface PeerDatabase {

@@ -63,7 +63,7 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
     );
     const { rows: wal } = await client.query<{ pg_wal_bytes: string }>(`select wal_bytes as pg_wal_bytes from pg_stat_wal`);
     const { rows: tables } = await client.query<TableReads>(
-      `select schemaname, relname, seq_tup_read, idx_tup_fetch, idx_scan from pg_stat_all_tables where schemaname not in ('information_schema', 'pg_toast')`,
+      `select schemaname, relname, seq_tup_read, idx_tup_fetch, idx_scan, n_tup_ins + n_tup_upd + n_tup_del as tup_written from pg_stat_all_tables where schemaname not in ('information_schema', 'pg_toast')`,
     );
     const { rows: extension } = await client.query(`select 1 from pg_extension where extname = 'pg_stat_statements'`);
     const statements =
@@ -80,20 +80,22 @@ async function readPostgresCounters(databaseUrl: string): Promise<ServerCounters
   }
 }
 
-/** A row of pg_stat_all_tables: what index and sequential scans of one table read. */
+/** A row of pg_stat_all_tables: what index and sequential scans of one table read, and the rows written to it. */
 export interface TableReads {
   schemaname: string;
   relname: string;
   seq_tup_read: string | number | null;
   idx_tup_fetch: string | number | null;
   idx_scan: string | number | null;
+  /** Rows inserted, updated and deleted. */
+  tup_written: string | number | null;
 }
 
 /**
  * Per table, the rows its sequential scans read (`pg_seq_read:TABLE`), the rows its index scans
- * fetched (`pg_idx_fetch:TABLE`) and its index scans (`pg_idx_scans:TABLE`); the catalogs' tables
- * are named with their schema. pg_stat_database's tup_fetched says how many rows were read, these
- * say where.
+ * fetched (`pg_idx_fetch:TABLE`), its index scans (`pg_idx_scans:TABLE`) and the rows written to it
+ * (`pg_writes:TABLE`); the catalogs' tables are named with their schema. pg_stat_database's
+ * tup_fetched says how many rows were read, these say where.
  */
 export function tableReadCounters(tables: TableReads[]): ServerCounters {
   return postgresCountersOf(
@@ -104,6 +106,7 @@ export function tableReadCounters(tables: TableReads[]): ServerCounters {
           [`pg_seq_read:${name}`, table.seq_tup_read],
           [`pg_idx_fetch:${name}`, table.idx_tup_fetch],
           [`pg_idx_scans:${name}`, table.idx_scan],
+          [`pg_writes:${name}`, table.tup_written],
         ];
       }),
     ),
@@ -155,6 +158,16 @@ export function headline(perEvent: ServerCounters): { statements: number; rowWri
     rowReads: sum(/^(Handler_read_.*|pg_tup_fetched)$/),
     commits: sum(/^(Handler_commit|pg_xact_commit)$/),
   };
+}
+
+/**
+ * Rows written to the database's own tables (not its catalogs: a migration's catalog writes, which a
+ * backend may report long after, stay out), per event, on PostgreSQL; null on MariaDB, whose counters
+ * are the whole server's.
+ */
+export function ownTableWrites(perEvent: ServerCounters): number | null {
+  const own = Object.entries(perEvent).filter(([name]) => /^pg_writes:[^.]+$/.test(name));
+  return own.length === 0 ? null : round(own.reduce((total, [, value]) => total + value, 0));
 }
 
 /**

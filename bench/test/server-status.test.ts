@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { countersOf, countersPer, databaseCallsPer, headline, postgresCountersOf, tableReadCounters } from '../server-status.js';
+import { countersOf, countersPer, databaseCallsPer, headline, ownTableWrites, postgresCountersOf, tableReadCounters } from '../server-status.js';
 import { statementShape } from '../statement-probe.mjs';
 
 describe('server counters per event', () => {
@@ -66,13 +66,25 @@ describe("PostgreSQL's counters per event", () => {
     assert.equal(headline({ ...perEvent, pg_statements: 4.5 }).statements, 4.5);
   });
 
-  test("says which tables the rows were read from, catalogs by their schema, without counting them twice in the headline's reads", () => {
+  test("says which tables the rows were read from and written to, catalogs by their schema, without counting them twice in the headline's reads", () => {
     const counters = tableReadCounters([
-      { schemaname: 'public', relname: 'outbox', seq_tup_read: '0', idx_tup_fetch: '4000', idx_scan: '200' },
-      { schemaname: 'pg_catalog', relname: 'pg_class', seq_tup_read: 12, idx_tup_fetch: null, idx_scan: null },
+      { schemaname: 'public', relname: 'outbox', seq_tup_read: '0', idx_tup_fetch: '4000', idx_scan: '200', tup_written: '300' },
+      { schemaname: 'pg_catalog', relname: 'pg_class', seq_tup_read: 12, idx_tup_fetch: null, idx_scan: null, tup_written: 7 },
     ]);
-    assert.deepEqual(counters, { 'pg_seq_read:outbox': 0, 'pg_idx_fetch:outbox': 4000, 'pg_idx_scans:outbox': 200, 'pg_seq_read:pg_catalog.pg_class': 12 });
+    assert.deepEqual(counters, {
+      'pg_seq_read:outbox': 0,
+      'pg_idx_fetch:outbox': 4000,
+      'pg_idx_scans:outbox': 200,
+      'pg_writes:outbox': 300,
+      'pg_seq_read:pg_catalog.pg_class': 12,
+      'pg_writes:pg_catalog.pg_class': 7,
+    });
     assert.equal(headline(countersPer({}, { ...counters, pg_tup_fetched: 4000 }, 100)).rowReads, 40);
+  });
+
+  test("rows written to the database's own tables, per event, leave its catalogs out; none on MariaDB", () => {
+    assert.equal(ownTableWrites({ 'pg_writes:outbox': 1.5, 'pg_writes:webhook_events': 1, 'pg_writes:pg_catalog.pg_attribute': 40, pg_tup_inserted: 42.5 }), 2.5);
+    assert.equal(ownTableWrites({ Handler_write: 3 }), null);
   });
 });
 
