@@ -1,16 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { createTestDatabase } from '../../test/support/database.js';
+import { skipUnlessServer } from '../../test/support/database.js';
 import { DEFAULT_SERVERS } from '../database.js';
 import { recordCostReport, runRecordCost, type RecordCostRun } from '../record-cost.js';
-
-/** Why a server's tests are skipped (it is not reachable; REQUIRE_SERVICES=1 fails instead), or false. */
-async function skipUnless(backend: 'mysql' | 'postgres'): Promise<string | false> {
-  const probe = await createTestDatabase(backend);
-  if ('skip' in probe) return probe.skip;
-  await probe.drop();
-  return false;
-}
 
 const run = (overrides: Partial<RecordCostRun>): RecordCostRun => ({
   variant: 'inbox',
@@ -26,7 +18,7 @@ const run = (overrides: Partial<RecordCostRun>): RecordCostRun => ({
   ...overrides,
 });
 
-const skips = { mysql: await skipUnless('mysql'), postgres: await skipUnless('postgres') };
+const skips = { mysql: await skipUnlessServer('mysql'), postgres: await skipUnlessServer('postgres') };
 
 describe('record cost probe', () => {
   test("the report's ratios are the inbox's medians over the baseline's, per concurrency", () => {

@@ -7,19 +7,12 @@ import { after, describe, test } from 'node:test';
 import pg from 'pg';
 import { runBench } from '../run.js';
 import { parseSettings } from '../settings.js';
-import { createTestDatabase } from '../../test/support/database.js';
+import { skipUnlessServer } from '../../test/support/database.js';
 
 /**
  * `npm run bench -- --quick` end to end at a tiny scale: targets start, the load generator runs as
  * its own process, processing is measured, the report is written. Asserts no timings.
  */
-/** Why a server's tests are skipped (it is not reachable; REQUIRE_SERVICES=1 fails instead), or false. */
-async function skipUnless(backend: 'mysql' | 'postgres'): Promise<string | false> {
-  const probe = await createTestDatabase(backend);
-  if ('skip' in probe) return probe.skip;
-  await probe.drop();
-  return false;
-}
 
 /** A directory for one run's report, removed when the file's tests are done. */
 const outs: string[] = [];
@@ -32,7 +25,7 @@ const outDir = async (prefix: string) => {
   return out;
 };
 
-describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () => {
+describe('benchmark quick mode (tiny)', { skip: await skipUnlessServer('mysql') }, () => {
   test('runs every target, the forged flood, the backlog step and the capacity search, and writes results.json, report.md, latency.svg and flame graphs', async () => {
     const out = await outDir('wi-bench-smoke-');
     const settings = parseSettings([
@@ -189,7 +182,7 @@ describe('benchmark quick mode (tiny)', { skip: await skipUnless('mysql') }, () 
   });
 });
 
-describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnless('postgres') }, () => {
+describe('benchmark on PostgreSQL (tiny)', { skip: await skipUnlessServer('postgres') }, () => {
   test('runs the PostgreSQL targets and backlog step, quotes them against the PostgreSQL baseline, and drops its databases', async () => {
     const out = await outDir('wi-bench-smoke-pg-');
     const postgresUrl = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432';

@@ -44,6 +44,17 @@ export async function createTestDatabase(backend: StoreBackendName = 'mysql'): P
   return CREATE[backend]();
 }
 
+/**
+ * Why tests that create databases of their own on `backend`'s server are skipped (it is not
+ * reachable; REQUIRE_SERVICES=1 fails instead), or false: a probe database, created and dropped.
+ */
+export async function skipUnlessServer(backend: 'mysql' | 'postgres'): Promise<string | false> {
+  const probe = await createTestDatabase(backend);
+  if ('skip' in probe) return probe.skip;
+  await probe.drop();
+  return false;
+}
+
 /** One database per backend, keyed by backend name, for files that run their suite on every store. */
 export async function createTestDatabases(): Promise<Record<StoreBackendName, TestDatabaseOrSkip>> {
   return { mysql: await createMysqlDatabase(), postgres: await createPostgresDatabase(), sqlite: await createSqliteDatabase() };
