@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
+import { sql } from 'kysely';
 import { choiceOption, positiveIntegerOption } from '../src/cli/context.js';
 import { DEFAULT_RECORD_CONNECTIONS } from '../src/config/load.js';
 import { systemClock } from '../src/clock.js';
@@ -12,7 +13,7 @@ import type { ProviderRegistry } from '../src/providers/registry.js';
 import { createBenchDatabase, DEFAULT_SERVERS, type DatabaseServers } from './database.js';
 import { buildPool } from './deliveries.js';
 import { BASELINE_INSERT, baselineInsertValues, INLINE_BODY_COLUMNS, openPeerDatabase } from './peer-database.js';
-import { countersPer, headline, ownTableWrites, readServerCounters } from './server-status.js';
+import { countersPer, databaseCallsPer, headline, ownTableWrites, readServerCounters } from './server-status.js';
 import { median, round } from './stats.js';
 import { testProviders } from './test-providers.js';
 
@@ -85,83 +86,76 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
   const measured = verifiedEvents(providers, options.events, `${prefix}m`);
   const database = await createBenchDatabase(options.store, options, workDir);
   try {
-    // Pools of their own, each closed before a reading of the counters: PostgreSQL's backends report theirs when their connections close.
-    const warmupRecorder = recorderFor(variant, database.url, options.recordConnections, providers);
-    await warmupRecorder.prepare();
-    try {
-      await recordAll(warmup, concurrency, warmupRecorder.record);
-    } finally {
-      await warmupRecorder.close();
-    }
-    const recorder = recorderFor(variant, database.url, options.recordConnections, providers);
-    let closed = false;
-    const close = async () => {
-      if (!closed) await recorder.close();
-      closed = true;
-    };
-    try {
+    if (variant === 'baseline') await sql.raw(INLINE_BODY_COLUMNS[options.store]).execute(database.store.db);
+    await withRecorder(variant, database.url, options.recordConnections, providers, (record) => recordAll(warmup, concurrency, record));
+    const measurement = await withRecorder(variant, database.url, options.recordConnections, providers, async (record) => {
       const counters = await readServerCounters(database.url);
       const databaseCpu = await database.serverCpuSeconds();
       const clientCpu = process.cpuUsage();
       const started = performance.now();
-      await recordAll(measured, concurrency, recorder.record);
+      await recordAll(measured, concurrency, record);
       const seconds = (performance.now() - started) / 1000;
       const { user, system } = process.cpuUsage(clientCpu);
+      // Read while the recorder's connections are open: PostgreSQL's CPU is that of the backends seen.
       const databaseCpuAfter = await database.serverCpuSeconds();
-      await close();
-      const perEvent = countersPer(counters, await readServerCounters(database.url), options.events);
+      return { counters, seconds, clientCpuSec: (user + system) / 1e6, databaseCpuSec: databaseCpu === null || databaseCpuAfter === null ? null : databaseCpuAfter - databaseCpu };
+    });
+    const countersAfter = await readServerCounters(database.url);
+    const perEvent = countersPer(measurement.counters, countersAfter, options.events);
 
-      const { stored } = await database.store.db
-        .selectFrom('webhook_events')
-        .select((eb) => eb.fn.countAll<number>().as('stored'))
-        .executeTakeFirstOrThrow();
-      // A probe that lost events would quote the cost of doing less.
-      if (Number(stored) !== WARMUP_EVENTS + options.events) throw new Error(`${variant}: ${Number(stored)} events stored of ${WARMUP_EVENTS + options.events} recorded`);
+    const { stored } = await database.store.db
+      .selectFrom('webhook_events')
+      .select((eb) => eb.fn.countAll<number>().as('stored'))
+      .executeTakeFirstOrThrow();
+    // A probe that lost events would quote the cost of doing less.
+    if (Number(stored) !== WARMUP_EVENTS + options.events) throw new Error(`${variant}: ${Number(stored)} events stored of ${WARMUP_EVENTS + options.events} recorded`);
 
-      const { statements, rowWrites } = headline(perEvent);
-      const msPerEvent = (cpuSeconds: number) => round((cpuSeconds * 1000) / options.events, 4);
-      return {
-        variant,
-        concurrency,
-        repetition,
-        events: options.events,
-        eventsPerSec: Math.round(options.events / seconds),
-        clientCpuMsPerEvent: msPerEvent((user + system) / 1e6),
-        databaseCpuMsPerEvent: databaseCpu === null || databaseCpuAfter === null ? null : msPerEvent(databaseCpuAfter - databaseCpu),
-        // MariaDB counts a procedure's statements under their own kinds; PostgreSQL counts none without pg_stat_statements.
-        statementsPerEvent: 'Questions' in perEvent || 'pg_statements' in perEvent ? statements : null,
-        roundTripsPerEvent: 'Questions' in perEvent ? round(perEvent.Questions) : 'pg_statements' in perEvent ? round(perEvent.pg_statements) : null,
-        rowWritesPerEvent: ownTableWrites(perEvent) ?? rowWrites,
-      };
-    } finally {
-      await close();
-    }
+    const { statements, rowWrites } = headline(perEvent);
+    const roundTripsPerEvent = databaseCallsPer(measurement.counters, countersAfter, options.events)?.roundTripsPerAck ?? null;
+    const msPerEvent = (cpuSeconds: number) => round((cpuSeconds * 1000) / options.events, 4);
+    return {
+      variant,
+      concurrency,
+      repetition,
+      events: options.events,
+      eventsPerSec: Math.round(options.events / measurement.seconds),
+      clientCpuMsPerEvent: msPerEvent(measurement.clientCpuSec),
+      databaseCpuMsPerEvent: measurement.databaseCpuSec === null ? null : msPerEvent(measurement.databaseCpuSec),
+      // MariaDB counts a procedure's statements under their own kinds; both count them where they count round trips.
+      statementsPerEvent: roundTripsPerEvent === null ? null : statements,
+      roundTripsPerEvent,
+      rowWritesPerEvent: ownTableWrites(perEvent) ?? rowWrites,
+    };
   } finally {
     await database.drop();
   }
 }
 
-interface Recorder {
-  prepare: () => Promise<void>;
-  record: (event: VerifiedEvent) => Promise<unknown>;
-  close: () => Promise<void>;
-}
-
-function recorderFor(variant: RecordVariant, url: string, recordConnections: number, providers: ProviderRegistry): Recorder {
+/**
+ * Runs `body` with a recorder on a pool of its own, closed before `body`'s result is returned: the
+ * counters' next reading then holds all it did (PostgreSQL's backends report when their connections close).
+ */
+async function withRecorder<T>(
+  variant: RecordVariant,
+  url: string,
+  recordConnections: number,
+  providers: ProviderRegistry,
+  body: (record: (event: VerifiedEvent) => Promise<unknown>) => Promise<T>,
+): Promise<T> {
   if (variant === 'baseline') {
     const peer = openPeerDatabase(url);
-    return {
-      prepare: () => peer.query(INLINE_BODY_COLUMNS),
-      record: (event) => peer.execute(BASELINE_INSERT, baselineInsertValues(event, new Date())),
-      close: () => peer.end(),
-    };
+    try {
+      return await body((event) => peer.execute(BASELINE_INSERT, baselineInsertValues(event, new Date())));
+    } finally {
+      await peer.end();
+    }
   }
   const store = openStore(url, { poolSize: 1, recordConnections, clock: systemClock });
-  return {
-    prepare: async () => {},
-    record: (event) => store.record(event, providers.paymentIdOf(event)),
-    close: () => store.close(),
-  };
+  try {
+    return await body((event) => store.record(event, providers.paymentIdOf(event)));
+  } finally {
+    await store.close();
+  }
 }
 
 /** Every variant at every concurrency, `repeat` times, taking turns. */
