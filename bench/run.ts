@@ -70,7 +70,14 @@ let stepCounter = 0;
 async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number, forged = false): Promise<LoadResult> {
   const step = ++stepCounter;
   const events = Math.ceil(seconds * (rate ?? settings.maxRate));
-  return loadGenerators.run({ url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } });
+  return loadGenerators.run({
+    url,
+    mode,
+    durationSec: seconds,
+    connections: settings.connections,
+    rate,
+    pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged },
+  });
 }
 
 async function measuredStep(
@@ -143,7 +150,7 @@ function describeStep(spec: TargetSpec, step: Step): string {
   const pressure = step.hostPressure ? `, host stalls: CPU ${step.hostPressure.cpuMsPerSec} / I/O ${step.hostPressure.ioMsPerSec} ms/s` : '';
   const commits = step.databaseCalls?.commitsPerAck == null ? '' : `, ${step.databaseCalls.commitsPerAck} commits`;
   const calls = step.databaseCalls ? `, database round trips ${step.databaseCalls.roundTripsPerAck ?? '—'}${commits} per ack` : '';
-  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${calls}${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
+  return `${Math.round(l.acksPerSec)} acks/s, ${latency}, non-2xx ${l.non2xx + l.errors}, service CPU ${step.serviceCpuMsPerAck} ms/ack, database CPU ${step.databaseCpuMsPerAck ?? '—'} ms/ack${calls}, generator CPU ${l.generatorCpuMsPerRequest ?? '—'} ms/request${processing}${pressure}${l.poolWrapped && !spec.noDatabase ? ' [pool wrapped: raise --max-rate]' : ''}`;
 }
 
 /** Cleanups of what is running now (targets, databases), also run when the bench is interrupted. */

@@ -42,6 +42,7 @@ const load = (overrides: Partial<LoadResult> = {}): LoadResult => ({
   uniqueEvents: 100,
   duplicatesInPool: 0,
   poolWrapped: false,
+  generatorCpuMsPerRequest: 0.02,
   ...overrides,
 });
 const processing = (keepUp: number, lagP99: number | null): ProcessingStats => ({

@@ -21,6 +21,7 @@ const load = (acksPerSec: number): LoadResult => ({
   uniqueEvents: acksPerSec,
   duplicatesInPool: 0,
   poolWrapped: false,
+  generatorCpuMsPerRequest: 0.02,
 });
 const step = (acksPerSec: number, cpuMsPerAck = 0.2): Step => ({
   load: load(acksPerSec),
