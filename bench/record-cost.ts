@@ -172,20 +172,23 @@ const statementHistory = {
   },
 
   async read(db: Kysely<InboxDatabase>, events: number): Promise<StatementCost[]> {
-    const { rows: size } = await sql<{ kept: number }>`select @@performance_schema_events_statements_history_long_size as kept`.execute(db);
-    const { rows } = await sql<{ statement: string; inProcedure: number; calls: number; picoseconds: number; examined: number; held: number }>`
+    const { rows: history } = await sql<{ held: number; kept: number }>`
+      select count(*) as held, @@performance_schema_events_statements_history_long_size as kept from performance_schema.events_statements_history_long`.execute(db);
+    const { rows } = await sql<{ statement: string; inProcedure: number; calls: number; picoseconds: number; examined: number }>`
       select coalesce(left(regexp_replace(sql_text, '[[:space:]]+', ' '), 100), concat(event_name, ' (no text kept)')) as statement,
         nesting_event_type = 'STATEMENT' as ${sql.ref('inProcedure')},
-        count(*) as calls, sum(timer_wait) as picoseconds, sum(rows_examined) as examined, sum(count(*)) over () as held
+        count(*) as calls, sum(timer_wait) as picoseconds, sum(rows_examined) as examined
       from performance_schema.events_statements_history_long
       where current_schema = database()
         and event_name not in ('statement/sql/show_status', 'statement/com/Quit')
         and coalesce(sql_text, '') not like '%performance_schema%'
       group by statement, ${sql.ref('inProcedure')}
       order by picoseconds desc`.execute(db);
-    if (rows.length > 0 && Number(rows[0]!.held) >= Number(size[0]!.kept)) {
+    // Full means the oldest were overwritten: the run's first statements may be missing.
+    const { held, kept } = history[0]!;
+    if (Number(held) >= Number(kept)) {
       throw new Error(
-        `the statement history kept only ${Number(size[0]!.kept)} statements: start MariaDB with a larger --performance-schema-events-statements-history-long-size, or record fewer --events`,
+        `the statement history kept only ${Number(kept)} statements: start MariaDB with a larger --performance-schema-events-statements-history-long-size, or record fewer --events`,
       );
     }
     return rows.map((row) => ({
@@ -227,6 +230,7 @@ async function withRecorder<T>(
 
 /** Every variant at every concurrency, `repeat` times, taking turns. */
 export async function runRecordCost(options: RecordCostOptions, onRun: (run: RecordCostRun) => void = () => {}): Promise<RecordCostRun[]> {
+  if (options.statements && options.store !== 'mysql') throw new Error("--statements reads MariaDB's performance_schema: use it with --store mysql");
   const workDir = mkdtempSync(join(tmpdir(), 'wi-record-cost-'));
   const runs: RecordCostRun[] = [];
   try {

@@ -101,6 +101,10 @@ describe('record cost probe, per statement (private MariaDB servers)', () => {
     assert.match(report, /^\| insert into webhook_event_bodies .* \| yes \| /m);
   });
 
+  test('--statements on PostgreSQL is refused before anything runs', async () => {
+    await assert.rejects(runRecordCost({ ...options('mysql://unused'), store: 'postgres', variants: ['inbox'] }), /--statements reads MariaDB's performance_schema/);
+  });
+
   test('a server without performance_schema is refused, naming the option it needs', async (t) => {
     if (skip) return t.skip(skip);
     await assert.rejects(runRecordCost({ ...options(without.url), variants: ['inbox'] }), /--statements needs a MariaDB started with --performance-schema=ON/);
