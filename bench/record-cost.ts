@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { sql, type Kysely } from 'kysely';
@@ -170,7 +171,7 @@ async function backendsGone(db: Kysely<InboxDatabase>): Promise<() => Promise<vo
   };
   const before = await backends();
   return async () => {
-    for (let waited = 0; waited < 5000 && (await backends()) > before; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let waited = 0; waited < 5000 && (await backends()) > before; waited += 50) await sleep(50);
   };
 }
 
@@ -194,6 +195,13 @@ const statementHistory = {
   async read(db: Kysely<InboxDatabase>, events: number): Promise<StatementCost[]> {
     const { rows: history } = await sql<{ held: number; kept: number }>`
       select count(*) as held, @@performance_schema_events_statements_history_long_size as kept from performance_schema.events_statements_history_long`.execute(db);
+    // Full means the oldest were overwritten: the run's first statements may be missing.
+    const { held, kept } = history[0]!;
+    if (Number(held) >= Number(kept)) {
+      throw new Error(
+        `the statement history kept only ${Number(kept)} statements: start MariaDB with a larger --performance-schema-events-statements-history-long-size, or record fewer --events`,
+      );
+    }
     const { rows } = await sql<{ statement: string; inProcedure: number; calls: number; picoseconds: number; examined: number }>`
       select coalesce(left(regexp_replace(sql_text, '[[:space:]]+', ' '), 100), concat(event_name, ' (no text kept)')) as statement,
         nesting_event_type = 'STATEMENT' as ${sql.ref('inProcedure')},
@@ -204,13 +212,6 @@ const statementHistory = {
         and coalesce(sql_text, '') not like '%performance_schema%'
       group by statement, ${sql.ref('inProcedure')}
       order by picoseconds desc`.execute(db);
-    // Full means the oldest were overwritten: the run's first statements may be missing.
-    const { held, kept } = history[0]!;
-    if (Number(held) >= Number(kept)) {
-      throw new Error(
-        `the statement history kept only ${Number(kept)} statements: start MariaDB with a larger --performance-schema-events-statements-history-long-size, or record fewer --events`,
-      );
-    }
     return rows.map((row) => ({
       statement: row.statement,
       inProcedure: Number(row.inProcedure) === 1,

@@ -70,14 +70,7 @@ let stepCounter = 0;
 async function load(settings: BenchSettings, url: string, mode: LoadJob['mode'], seconds: number, rate?: number, forged = false): Promise<LoadResult> {
   const step = ++stepCounter;
   const events = Math.ceil(seconds * (rate ?? settings.maxRate));
-  return loadGenerators.run({
-    url,
-    mode,
-    durationSec: seconds,
-    connections: settings.connections,
-    rate,
-    pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged },
-  });
+  return loadGenerators.run({ url, mode, durationSec: seconds, connections: settings.connections, rate, pool: { events, prefix: `s${step}r${process.pid}x`, seed: step, forged } });
 }
 
 async function measuredStep(

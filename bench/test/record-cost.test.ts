@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { skipUnlessServer } from '../../test/support/database.js';
-import { PrivateMariadb } from '../../test/support/services.js';
+import { PrivateMariadb, type Unavailable } from '../../test/support/services.js';
 import { DEFAULT_SERVERS } from '../database.js';
 import { recordCostReport, runRecordCost, type RecordCostRun } from '../record-cost.js';
 
@@ -59,17 +59,20 @@ describe('record cost probe', () => {
 describe('record cost probe, per statement (private MariaDB servers)', () => {
   let withHistory: PrivateMariadb;
   let without: PrivateMariadb;
+  let started: PrivateMariadb[] = [];
   let skip: string | false = false;
 
   before(async () => {
-    const [on, off] = await Promise.all([
+    const servers = await Promise.all([
       PrivateMariadb.start(['--performance-schema=ON', '--performance-schema-events-statements-history-long-size=20000']),
       PrivateMariadb.start(['--performance-schema=OFF']),
     ]);
-    if ('skip' in on || 'skip' in off) skip = 'skip' in on ? on.skip : (off as { skip: string }).skip;
-    else [withHistory, without] = [on, off];
+    started = servers.filter((server): server is PrivateMariadb => !('skip' in server));
+    const unavailable = servers.find((server): server is Unavailable => 'skip' in server);
+    if (unavailable) skip = unavailable.skip;
+    else [withHistory, without] = started as [PrivateMariadb, PrivateMariadb];
   });
-  after(() => Promise.all([withHistory?.destroy(), without?.destroy()]));
+  after(() => Promise.all(started.map((server) => server.destroy())));
 
   const options = (mysqlUrl: string) => ({
     ...DEFAULT_SERVERS,
