@@ -13,7 +13,7 @@ const PANELS = [
 ] as const;
 const PANEL = { width: 300, height: 220, left: 48, top: 28, right: 12, bottom: 40 };
 
-export const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** Log-scale y axis from the smallest to the largest power of ten around the data. */
 function yScale(values: number[]): { ticks: number[]; y: (ms: number) => number } {

@@ -29,10 +29,6 @@ import { testProviders } from './test-providers.js';
  * (every variant once, then again), so a host that slows down moves every variant alike.
  *
  * `npm run bench:record -- --store mysql --events 20000 --concurrency 16,64 --repeat 3`
- *
- * With `statements` (MariaDB started with --performance-schema=ON), each run also reads the
- * statements it ran, those inside the record procedure each on its own, from performance_schema's
- * statement history: how often per event, their time per event, the rows they examined.
  */
 
 export type RecordVariant = 'inbox' | 'baseline';
@@ -47,19 +43,6 @@ export interface RecordCostOptions extends DatabaseServers {
   /** The inbox's record connections (DB_RECORD_CONNECTIONS): each runs one batch at a time. */
   recordConnections: number;
   repeat: number;
-  /** Read each statement's share from performance_schema (MariaDB with it on). */
-  statements?: boolean;
-}
-
-/** One statement text (whitespace folded, cut short) as the server timed it over a measured run. */
-export interface StatementCost {
-  statement: string;
-  /** Inside a stored procedure (the record procedure's own statements) rather than sent by the client. */
-  inProcedure: boolean;
-  callsPerEvent: number;
-  /** Its time on the server, waits included (performance_schema keeps no CPU time), per event. */
-  microsPerEvent: number;
-  rowsExaminedPerEvent: number;
 }
 
 export interface RecordCostRun {
@@ -76,8 +59,6 @@ export interface RecordCostRun {
   roundTripsPerEvent: number | null;
   /** MariaDB's Handler_* writes (the whole server's); on PostgreSQL the rows written to the database's own tables. */
   rowWritesPerEvent: number;
-  /** With `statements`: the measured run's statements, dearest first. */
-  statements?: StatementCost[];
 }
 
 /** Deliveries not verified before the measured ones: the JIT, the pools and the buffer pool warm up. */
@@ -112,7 +93,6 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
     await withRecorder(variant, database.url, options.recordConnections, providers, (record) => recordAll(warmup, concurrency, record));
     await recorderGone();
     const measurement = await withRecorder(variant, database.url, options.recordConnections, providers, async (record) => {
-      if (options.statements) await statementHistory.clear(database.store.db);
       const counters = await readServerCounters(database.url);
       const databaseCpu = await database.serverCpuSeconds();
       const clientCpu = process.cpuUsage();
@@ -126,7 +106,6 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
     });
     await recorderGone();
     const countersAfter = await readServerCounters(database.url);
-    const statementCosts = options.statements ? await statementHistory.read(database.store.db, options.events) : undefined;
     const perEvent = countersPer(measurement.counters, countersAfter, options.events);
 
     const { stored } = await database.store.db
@@ -151,7 +130,6 @@ async function runOnce(options: RecordCostOptions, variant: RecordVariant, concu
       statementsPerEvent: roundTripsPerEvent === null ? null : statements,
       roundTripsPerEvent,
       rowWritesPerEvent: ownTableWrites(perEvent) ?? rowWrites,
-      ...(statementCosts && { statements: statementCosts }),
     };
   } finally {
     await database.drop();
@@ -174,53 +152,6 @@ async function backendsGone(db: Kysely<InboxDatabase>): Promise<() => Promise<vo
     for (let waited = 0; waited < 5000 && (await backends()) > before; waited += 50) await sleep(50);
   };
 }
-
-/**
- * performance_schema's statement history of the database the run records into: every statement with
- * its text, nesting and time, kept from the run's start (cleared then) to its end, so it must hold
- * all of them. Its digests cannot stand in: MariaDB gives a procedure's statements no digest of their
- * own. A prepared statement's executions keep no text (statement/com/Execute); a CALL's time holds
- * its procedure's statements. The probe's own readings (counters, this history) are left out.
- */
-const statementHistory = {
-  async clear(db: Kysely<InboxDatabase>): Promise<void> {
-    const { rows } = await sql<{ on: number }>`select @@performance_schema as ${sql.ref('on')}`.execute(db);
-    if (Number(rows[0]?.on) !== 1) {
-      throw new Error('--statements needs a MariaDB started with --performance-schema=ON (BENCH_MYSQL_URL names it); this one has performance_schema off');
-    }
-    await sql`update performance_schema.setup_consumers set enabled = 'YES' where name in ('events_statements_current', 'events_statements_history_long')`.execute(db);
-    await sql`truncate table performance_schema.events_statements_history_long`.execute(db);
-  },
-
-  async read(db: Kysely<InboxDatabase>, events: number): Promise<StatementCost[]> {
-    const { rows: history } = await sql<{ held: number; kept: number }>`
-      select count(*) as held, @@performance_schema_events_statements_history_long_size as kept from performance_schema.events_statements_history_long`.execute(db);
-    // Full means the oldest were overwritten: the run's first statements may be missing.
-    const { held, kept } = history[0]!;
-    if (Number(held) >= Number(kept)) {
-      throw new Error(
-        `the statement history kept only ${Number(kept)} statements: start MariaDB with a larger --performance-schema-events-statements-history-long-size, or record fewer --events`,
-      );
-    }
-    const { rows } = await sql<{ statement: string; inProcedure: number; calls: number; picoseconds: number; examined: number }>`
-      select coalesce(left(regexp_replace(sql_text, '[[:space:]]+', ' '), 100), concat(event_name, ' (no text kept)')) as statement,
-        nesting_event_type = 'STATEMENT' as ${sql.ref('inProcedure')},
-        count(*) as calls, sum(timer_wait) as picoseconds, sum(rows_examined) as examined
-      from performance_schema.events_statements_history_long
-      where current_schema = database()
-        and event_name not in ('statement/sql/show_status', 'statement/com/Quit')
-        and coalesce(sql_text, '') not like '%performance_schema%'
-      group by statement, ${sql.ref('inProcedure')}
-      order by picoseconds desc`.execute(db);
-    return rows.map((row) => ({
-      statement: row.statement,
-      inProcedure: Number(row.inProcedure) === 1,
-      callsPerEvent: round(Number(row.calls) / events, 3),
-      microsPerEvent: round(Number(row.picoseconds) / 1e6 / events, 1),
-      rowsExaminedPerEvent: round(Number(row.examined) / events, 2),
-    }));
-  },
-};
 
 /**
  * Runs `body` with a recorder on a pool of its own, closed before `body`'s result is returned: the
@@ -251,7 +182,6 @@ async function withRecorder<T>(
 
 /** Every variant at every concurrency, `repeat` times, taking turns. */
 export async function runRecordCost(options: RecordCostOptions, onRun: (run: RecordCostRun) => void = () => {}): Promise<RecordCostRun[]> {
-  if (options.statements && options.store !== 'mysql') throw new Error("--statements reads MariaDB's performance_schema: use it with --store mysql");
   const workDir = mkdtempSync(join(tmpdir(), 'wi-record-cost-'));
   const runs: RecordCostRun[] = [];
   try {
@@ -305,19 +235,6 @@ export function recordCostReport(runs: RecordCostRun[]): string {
       `${concurrency} in flight, medians, inbox x baseline: events/s ${ratio((r) => r.eventsPerSec)}, client CPU ${ratio((r) => r.clientCpuMsPerEvent)}, database CPU ${ratio((r) => r.databaseCpuMsPerEvent)}`,
     );
   }
-  for (const r of runs.filter((run) => run.statements !== undefined)) {
-    lines.push(
-      '',
-      `${r.variant}, ${r.concurrency} in flight, run ${r.repetition}: statements (server time with waits, per event; a CALL's holds its procedure's statements)`,
-      '',
-      '| statement | in the procedure | calls/event | µs/event | rows examined/event |',
-      '|---|---|---|---|---|',
-      // A statement's text is the bench's own SQL, but a pipe would still break the table.
-      ...r.statements!.map(
-        (c) => `| ${c.statement.replaceAll('|', '\\|')} | ${c.inProcedure ? 'yes' : 'no'} | ${c.callsPerEvent} | ${c.microsPerEvent} | ${c.rowsExaminedPerEvent} |`,
-      ),
-    );
-  }
   return lines.join('\n');
 }
 
@@ -334,7 +251,6 @@ async function main(): Promise<void> {
     .option('--variants <list>', `of ${RECORD_VARIANTS.join(', ')}`, listOf(choiceOption(RECORD_VARIANTS)), [...RECORD_VARIANTS])
     .option('--record-connections <n>', "the inbox's record connections (DB_RECORD_CONNECTIONS)", positiveIntegerOption, DEFAULT_RECORD_CONNECTIONS)
     .option('--repeat <n>', 'rounds of every variant and concurrency', positiveIntegerOption, 3)
-    .option('--statements', "each statement's calls, time and rows examined per event (MariaDB started with --performance-schema=ON)")
     .parse()
     .opts<Omit<RecordCostOptions, keyof DatabaseServers>>();
   const runs = await runRecordCost({ ...DEFAULT_SERVERS, ...options }, (run) => console.error(JSON.stringify(run)));

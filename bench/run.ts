@@ -6,7 +6,6 @@ import { CommanderError } from 'commander';
 import { runBacklog, type BacklogRun } from './backlog.js';
 import { CAPACITY_LIMITS, CapacitySearchProgress, trialOf } from './capacity.js';
 import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog, type BenchDatabase } from './database.js';
-import { writeFlameGraphs } from './flame-graph.js';
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { measureHostPressure } from './host-pressure.js';
 import { startLatencyProxy } from './latency-proxy.js';
@@ -373,7 +372,6 @@ export async function runBench(settings: BenchSettings): Promise<BenchResults> {
       summary: summarise(settings, runs, growth, backlog, capacity),
     };
     writeReport(settings.out, results);
-    if (settings.profileDir) writeFlameGraphs(settings.profileDir);
     return results;
   } finally {
     loadGenerators.stopAll();
@@ -403,6 +401,6 @@ if (process.argv[1] === import.meta.filename) {
   }
   const results = await runBench(settings);
   console.log(`\nresults: ${join(settings.out, 'results.json')}, report: ${join(settings.out, 'report.md')}, targets' logs: ${logDir(settings)}`);
-  if (settings.profileDir) console.log(`CPU profiles and their flame graphs (.svg): ${settings.profileDir}`);
+  if (settings.profileDir) console.log(`CPU profiles (.cpuprofile, one per thread; summarise with bench/profile-summary.ts): ${settings.profileDir}`);
   for (const line of results.summary.checks) console.log(`${line.met ? 'MET    ' : 'NOT MET'} ${line.target}: ${line.measured}`);
 }

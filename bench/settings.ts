@@ -118,7 +118,7 @@ export function parseSettings(argv: string[]): BenchSettings {
     )
     .option('--service-env <KEY=VALUE...>', 'extra environment for the webhook-inbox targets, e.g. WORKER_CONCURRENCY=8', environmentPair, {})
     .option('--out <dir>', 'where results.json, report.md and latency.svg go', join(ROOT, 'bench/results'))
-    .option('--profile <dir>', 'write --cpu-prof profiles of each target process, each with a flame graph beside it (.svg; summarise with bench/profile-summary.ts)')
+    .option('--profile <dir>', "write --cpu-prof profiles of each target process and of the backlog step's worker, one file per thread (summarise with bench/profile-summary.ts)")
     .exitOverride()
     .parse(argv, { from: 'user' });
   const o = program.opts<Record<string, unknown>>();

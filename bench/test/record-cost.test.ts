@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { skipUnlessServer } from '../../test/support/database.js';
-import { PrivateMariadb, type Unavailable } from '../../test/support/services.js';
 import { DEFAULT_SERVERS } from '../database.js';
 import { recordCostReport, runRecordCost, type RecordCostRun } from '../record-cost.js';
 
@@ -54,63 +53,4 @@ describe('record cost probe', () => {
       }
     });
   }
-});
-
-describe('record cost probe, per statement (private MariaDB servers)', () => {
-  let withHistory: PrivateMariadb;
-  let without: PrivateMariadb;
-  let started: PrivateMariadb[] = [];
-  let skip: string | false = false;
-
-  before(async () => {
-    const servers = await Promise.all([
-      PrivateMariadb.start(['--performance-schema=ON', '--performance-schema-events-statements-history-long-size=20000']),
-      PrivateMariadb.start(['--performance-schema=OFF']),
-    ]);
-    started = servers.filter((server): server is PrivateMariadb => !('skip' in server));
-    const unavailable = servers.find((server): server is Unavailable => 'skip' in server);
-    if (unavailable) skip = unavailable.skip;
-    else [withHistory, without] = started as [PrivateMariadb, PrivateMariadb];
-  });
-  after(() => Promise.all(started.map((server) => server.destroy())));
-
-  const options = (mysqlUrl: string) => ({
-    ...DEFAULT_SERVERS,
-    mysqlUrl,
-    store: 'mysql' as const,
-    events: 300,
-    concurrency: [16],
-    recordConnections: 1,
-    repeat: 1,
-    statements: true,
-  });
-
-  test("each of the record procedure's statements, and the baseline's one execution per event", async (t) => {
-    if (skip) return t.skip(skip);
-    const [inbox, baseline] = (await runRecordCost({ ...options(withHistory.url), variants: ['inbox', 'baseline'] })) as [RecordCostRun, RecordCostRun];
-    const bodies = inbox.statements?.find((c) => c.statement.startsWith('insert into webhook_event_bodies'));
-    assert.ok(bodies, `the body insert is listed: ${JSON.stringify(inbox.statements)}`);
-    assert.equal(bodies.inProcedure, true);
-    // Batched: one statement for several events, each examined.
-    assert.ok(bodies.callsPerEvent > 0 && bodies.callsPerEvent < 0.5, `calls per event ${bodies.callsPerEvent}`);
-    assert.ok(bodies.microsPerEvent > 0 && bodies.rowsExaminedPerEvent >= 1);
-    assert.ok(!inbox.statements!.some((c) => /performance_schema|SHOW GLOBAL STATUS/i.test(c.statement)), "the probe's own readings are left out");
-    const executions = baseline.statements?.find((c) => c.statement.startsWith('statement/com/Execute'));
-    assert.ok(executions, `the baseline's prepared insert is listed: ${JSON.stringify(baseline.statements)}`);
-    // One per event, give or take a statement of the pool's own.
-    assert.ok(Math.abs(executions.callsPerEvent - 1) <= 0.01, `executions per event ${executions.callsPerEvent}`);
-
-    const report = recordCostReport([inbox, baseline]);
-    assert.match(report, /^inbox, 16 in flight, run 1: statements/m);
-    assert.match(report, /^\| insert into webhook_event_bodies .* \| yes \| /m);
-  });
-
-  test('--statements on PostgreSQL is refused before anything runs', async () => {
-    await assert.rejects(runRecordCost({ ...options('mysql://unused'), store: 'postgres', variants: ['inbox'] }), /--statements reads MariaDB's performance_schema/);
-  });
-
-  test('a server without performance_schema is refused, naming the option it needs', async (t) => {
-    if (skip) return t.skip(skip);
-    await assert.rejects(runRecordCost({ ...options(without.url), variants: ['inbox'] }), /--statements needs a MariaDB started with --performance-schema=ON/);
-  });
 });

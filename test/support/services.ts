@@ -191,11 +191,9 @@ export class PrivateMariadb implements PrivateDatabaseServer {
     private readonly command: string,
     private readonly dir: string,
     readonly port: number,
-    private readonly options: string[],
   ) {}
 
-  /** `options`: more of mariadbd's own, e.g. `--performance-schema=ON`. */
-  static async start(options: string[] = []): Promise<PrivateMariadb | Unavailable> {
+  static async start(): Promise<PrivateMariadb | Unavailable> {
     const install = binary('mariadb-install-db');
     const command = binary('mariadbd');
     if (!install || !command) return unavailable('mariadb-install-db or mariadbd not found');
@@ -204,7 +202,7 @@ export class PrivateMariadb implements PrivateDatabaseServer {
       encoding: 'utf8',
     });
     if (installed.status !== 0) throw new Error(`mariadb-install-db failed:\n${installed.stdout}${installed.stderr}`);
-    const server = new PrivateMariadb(command, dir, await freePort(), options);
+    const server = new PrivateMariadb(command, dir, await freePort());
     await server.startServer();
     return server;
   }
@@ -226,7 +224,6 @@ export class PrivateMariadb implements PrivateDatabaseServer {
       '--skip-grant-tables',
       '--user=root',
       '--innodb-buffer-pool-size=64M',
-      ...this.options,
     ];
     const ping = () =>
       createConnection({ uri: this.url, connectTimeout: 1000 }).then(
