@@ -9,21 +9,13 @@ import { createBenchDatabase, drain, fillHistory, processingStats, settleBacklog
 import type { LoadJob, LoadResult } from './load-generator.js';
 import { measureHostPressure } from './host-pressure.js';
 import { startLatencyProxy } from './latency-proxy.js';
-import {
-  describeMachine,
-  loadAverage,
-  summarise,
-  writeReport,
-  type BenchResults,
-  type CapacityRun,
-  type ForgedFlood,
-  type GrowthRun,
-  type Step,
-  type TargetRun,
-} from './report.js';
+import { describeMachine, loadAverage } from './machine.js';
+import { writeReport } from './report.js';
+import type { BenchResults, CapacityRun, ForgedFlood, GrowthRun, Step, TargetRun } from './results.js';
 import { databaseCallsPer, readServerCounters } from './server-status.js';
 import { readYieldSeconds } from './service-metrics.js';
 import { parseSettings, type BenchSettings } from './settings.js';
+import { summarise } from './summary.js';
 import { buildService, processes, startTarget, TARGETS, type BenchStore, type RunningTarget, type TargetSpec } from './targets.js';
 
 const ROOT = resolve(import.meta.dirname, '..');

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BacklogRun } from '../backlog.js';
 import type { LoadResult } from '../load-generator.js';
-import { reportMarkdown, summarise, type BenchResults, type CapacityRun, type Step, type TargetRun } from '../report.js';
+import { reportMarkdown } from '../report.js';
+import type { BenchResults, CapacityRun, Step, TargetRun } from '../results.js';
 import { parseSettings } from '../settings.js';
+import { summarise } from '../summary.js';
 
 const load = (acksPerSec: number): LoadResult => ({
   mode: 'saturate',
