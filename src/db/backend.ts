@@ -29,7 +29,7 @@ export interface StoreBackend {
   /**
    * Whether the store's general pool (processing, the outbox, operators' reads) runs its statements
    * prepared too, not only the acknowledgement path's. True where the server's parsing and planning
-   * are a large part of processing's cost (PostgreSQL); docs/performance.md has the measurement.
+   * are a large part of processing's cost (PostgreSQL); bench/HISTORY.md has the measurement.
    */
   readonly prepareEverywhere: boolean;
   /**

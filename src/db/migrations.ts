@@ -430,7 +430,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
     },
     // An event's payload and headers move to a row of their own, written with the event and never
     // updated: InnoDB rewrites a whole record whose size an update changes, so every claim and
-    // completion of a row that held them wrote the payload to the redo log again (docs/performance.md).
+    // completion of a row that held them wrote the payload to the redo log again (bench/HISTORY.md, "Event bodies in their own rows").
     '0024_event_bodies': {
       async up(db) {
         await db.schema

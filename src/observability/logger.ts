@@ -65,7 +65,7 @@ const hidden = () => CENSOR;
 /**
  * Lines wait in a buffer until this much has gathered, or LOG_WRITE_INTERVAL_MS has passed, and go to
  * stdout in one write: each write costs a system call (in the main thread also its hand-off to a libuv
- * thread), and a saturated service writes a line per delivery (docs/performance.md, "Log lines in
+ * thread), and a saturated service writes a line per delivery (bench/HISTORY.md, "Log lines in
  * blocks").
  */
 const LOG_BLOCK_BYTES = 4096;

@@ -125,7 +125,7 @@ export const postgresBackend: StoreBackend = {
   recordsInOneStatement: true,
   recordsAloneInOneCall: false,
   // Processing's statements repeat per batch size, and planning each one again was a large part of
-  // the server's CPU per event (docs/performance.md).
+  // the server's CPU per event (bench/HISTORY.md, "Processing in its own thread").
   prepareEverywhere: true,
 
   connect(url, { poolSize, preparedStatements = false, idleTransactionTimeoutMs }) {
