@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { Archiver } from '../../ops/archive/archiver.js';
 import { describeQuery, restoreFromArchive, searchArchive, type ArchiveQuery } from '../../ops/archive/restore.js';
+import { shownHeaders, shownPayload } from '../../model/secrets.js';
 import { OperationError } from '../../ops/errors.js';
 import { ProviderRegistry } from '../../providers/registry.js';
 import { configOrExit, durationOption, positiveIntegerOption, withInbox } from '../context.js';
@@ -77,7 +78,10 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
     const matches = (await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders())).reverse();
-    if (flags.json) return printJson(matches);
+    if (flags.json)
+      return printJson(
+        matches.map(({ file, event }) => ({ file, event: { ...event, headers: JSON.stringify(shownHeaders(event.headers)), payload: shownPayload(event.payload) } })),
+      );
     if (matches.length === 0) {
       console.log(`nothing in ${flags.from} matches ${describeQuery(archiveQuery(flags))}`);
       process.exitCode = 1;
