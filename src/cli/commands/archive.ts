@@ -44,6 +44,8 @@ export function registerArchiveCommands(program: Command): void {
     .option('--events-per-file <n>', 'at most this many events per file', positiveIntegerOption, 2000)
     .option('--batch-size <n>', 'rows verified and deleted per statement', positiveIntegerOption, 500)
     .option('--json', 'print JSON')
+    // Its options go before `search`, so that `archive search --json` is the search's own.
+    .enablePositionalOptions()
     .action(async (flags: { olderThan?: number; to?: string; eventsPerFile: number; batchSize: number; json?: boolean }) => {
       const config = configOrExit().config;
       const dir = flags.to ?? config.operations.archive.dir;

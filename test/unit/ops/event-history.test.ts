@@ -26,7 +26,14 @@ function replay(actor: string, requestedAt: string, madeDue: boolean, replaced?:
   };
 }
 
-const row = { status: 'processed' as const, outcome: 'third', processed_at: '2026-01-01 00:00:09.000', claimed_at: '2026-01-01 00:00:08.000', attempts: 1, lease_owner: 'host:2:bbbbbbbb' };
+const row = {
+  status: 'processed' as const,
+  outcome: 'third',
+  processed_at: '2026-01-01 00:00:09.000',
+  claimed_at: '2026-01-01 00:00:08.000',
+  attempts: 1,
+  lease_owner: 'host:2:bbbbbbbb',
+};
 
 describe('processingsOf', () => {
   test('each processing a replay replaced, then the row, each credited to the replay that made the event due before it', () => {
