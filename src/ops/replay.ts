@@ -126,8 +126,8 @@ export class Replayer {
       const now = toDbTime(this.deps.clock.now());
       const due = await this.deps.db.transaction().execute(async (tx) => {
         // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
-        // these, and then this replay stands down instead of processing the event a second time.
-        // What it read is also what the replay's row kept (heldProcessing) as the processing replaced.
+        // these, and then this replay stands down instead of processing the event a second time. A
+        // row that matched holds the processing the replay's row kept (heldProcessing).
         const reset = await tx
           .updateTable('webhook_events')
           .set({ status: 'received', attempts: 0, next_attempt_at: now, lease_owner: null, lease_token: null, lease_expires_at: null })
@@ -138,7 +138,7 @@ export class Replayer {
           .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
           .executeTakeFirst();
         if (reset.numUpdatedRows !== 1n) return false;
-        // In the reset's transaction: the row's processing is replaced only where the replay keeps it.
+        // In the reset's transaction: a processing leaves the row only as it is kept in the replay's.
         await tx.updateTable('event_replays').set({ made_due_at: now }).where('id', '=', replayId).execute();
         return true;
       });
