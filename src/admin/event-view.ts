@@ -2,13 +2,12 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { selectEventRows } from '../db/event-rows.js';
 import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
+import { shownHeaders, shownPayload } from '../model/secrets.js';
+import { processingsOf, replaysOf, type Processing } from '../ops/event-history.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
 import { eventListItem, isoTime, type EventListItem } from './event-list.js';
-
-/** Stored headers that prove authenticity: kept for re-verification, never shown. */
-const SIGNATURE_HEADER = /signature|^authorization$|hash/i;
 
 export interface TimelineEntry {
   at: string;
@@ -20,7 +19,7 @@ export interface TimelineEntry {
   detail: string | null;
 }
 
-/** One processing attempt: those that did not succeed are kept in event_attempts, the others read from the event. */
+/** One processing attempt: those that did not succeed are kept in event_attempts, the others read from the event and its replays. */
 export interface AttemptView {
   attempt: number;
   /** The worker (lease owner), when known. */
@@ -34,6 +33,16 @@ export interface AttemptView {
   error: string | null;
 }
 
+/** A Processing with its times as ISO 8601 text, as the rest of the view. */
+export interface ProcessingView {
+  outcome: string;
+  processedAt: string;
+  startedAt: string | null;
+  attempt: number;
+  worker: string | null;
+  replay: { actor: string; reason: string; requestedAt: string } | null;
+}
+
 /** Attempt rows read per event: retries are bounded by MAX_ATTEMPTS, and only replays add more. */
 const ATTEMPTS_SHOWN = 200;
 
@@ -42,14 +51,17 @@ export interface EventView extends EventListItem {
   nextAttemptAt: string | null;
   lease: { owner: string | null; expiresAt: string | null };
   outcome: string | null;
-  /** The payload text exactly as received (PayU forms normalised to JSON at receipt). */
+  /** The payload text exactly as received (PayU forms normalised to JSON at receipt), unless a field of it is secret (shownPayload). */
   payload: string;
   /** The payload parsed and indented, or null when it is not JSON. */
   payloadPretty: string | null;
+  /** The stored headers but those that prove authenticity (shownHeaders). */
   headers: Record<string, string>;
   /** Every attempt, oldest first. */
   attemptLog: AttemptView[];
-  /** Received, each attempt, processed, each replay: in time order. */
+  /** Every processing, oldest first: the first and each after a replay, with the replay that asked for it. */
+  processings: ProcessingView[];
+  /** Received, each attempt, each processing, each replay: in time order. */
   timeline: TimelineEntry[];
   replays: Array<{ actor: string; reason: string; requestedAt: string; previousStatus: string; result: string | null; finishedAt: string | null }>;
   payment: PaymentDetail['payment'];
@@ -71,7 +83,7 @@ function pretty(payload: string): string | null {
 export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, coursePlatform: boolean, id: number, actions: AdminAction[]): Promise<EventView | null> {
   const row = await selectEventRows(db).where('id', '=', id).executeTakeFirst();
   if (!row) return null;
-  const replays = await db.selectFrom('event_replays').selectAll().where('event_row_id', '=', id).orderBy('id').execute();
+  const replays = await replaysOf(db, id);
   let payment: PaymentDetail | null = null;
   if (row.payment_id !== null) {
     try {
@@ -80,8 +92,9 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       if (!(error instanceof OperationError)) throw error;
     }
   }
-  const headers = Object.fromEntries(Object.entries(JSON.parse(row.headers) as Record<string, string>).filter(([name]) => !SIGNATURE_HEADER.test(name)));
-  const attemptLog = await attemptsOf(db, row);
+  const payload = shownPayload(row.payload);
+  const processings = processingsOf(row, replays).map(processingView);
+  const attemptLog = await attemptsOf(db, row, processings);
   // Pushed in the order that settles ties of one millisecond: a replay is asked before the attempt it
   // runs, and an attempt ends before the event is processed and before the replay that ran it finishes.
   const timeline: TimelineEntry[] = [{ at: iso(row.created_at)!, until: null, what: 'received', by: null, detail: null }];
@@ -103,7 +116,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       detail: attempt.error,
     });
   }
-  if (row.processed_at) timeline.push({ at: iso(row.processed_at)!, until: null, what: 'processed', by: null, detail: row.outcome });
+  for (const processing of processings) timeline.push({ at: processing.processedAt, until: null, what: 'processed', by: null, detail: processing.outcome });
   for (const replay of replays) {
     if (replay.finished_at) timeline.push({ at: iso(replay.finished_at)!, until: null, what: 'replay finished', by: replay.actor, detail: replay.result });
   }
@@ -113,10 +126,11 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
     nextAttemptAt: iso(row.next_attempt_at),
     lease: { owner: row.lease_owner, expiresAt: iso(row.lease_expires_at) },
     outcome: row.outcome,
-    payload: row.payload,
-    payloadPretty: pretty(row.payload),
-    headers,
+    payload,
+    payloadPretty: pretty(payload),
+    headers: shownHeaders(row.headers),
     attemptLog,
+    processings,
     timeline,
     replays: replays.map((r) => ({
       actor: r.actor,
@@ -133,10 +147,11 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
 }
 
 /**
- * The event's attempts: those that failed or lost their lease, as event_attempts recorded them, and
- * the latest one from the row itself when it succeeded or still runs (those are never written apart).
+ * The event's attempts: those that failed or lost their lease, as event_attempts recorded them, the
+ * one of each processing, and the one that runs now (those that succeed or run are never written
+ * apart). In the order they ended, the one that runs last.
  */
-async function attemptsOf(db: Kysely<InboxDatabase>, row: Selectable<WebhookEventsTable>): Promise<AttemptView[]> {
+async function attemptsOf(db: Kysely<InboxDatabase>, row: Selectable<WebhookEventsTable>, processings: ProcessingView[]): Promise<AttemptView[]> {
   const rows = await db.selectFrom('event_attempts').selectAll().where('event_row_id', '=', row.id).orderBy('id').limit(ATTEMPTS_SHOWN).execute();
   const attempts: AttemptView[] = rows.map((a) => ({
     attempt: a.attempt,
@@ -146,15 +161,21 @@ async function attemptsOf(db: Kysely<InboxDatabase>, row: Selectable<WebhookEven
     outcome: a.outcome,
     error: a.error,
   }));
-  if (row.attempts > 0 && (row.status === 'processed' || row.status === 'processing')) {
-    attempts.push({
-      attempt: row.attempts,
-      owner: row.lease_owner,
-      startedAt: iso(row.claimed_at),
-      endedAt: row.status === 'processed' ? iso(row.processed_at) : null,
-      outcome: row.status === 'processed' ? 'processed' : 'running',
-      error: null,
-    });
+  for (const processing of processings) {
+    attempts.push({ attempt: processing.attempt, owner: processing.worker, startedAt: processing.startedAt, endedAt: processing.processedAt, outcome: 'processed', error: null });
   }
-  return attempts;
+  if (row.attempts > 0 && row.status === 'processing') {
+    attempts.push({ attempt: row.attempts, owner: row.lease_owner, startedAt: iso(row.claimed_at), endedAt: null, outcome: 'running', error: null });
+  }
+  return attempts.sort((a, b) => (a.endedAt ?? '\uffff').localeCompare(b.endedAt ?? '\uffff')); // stable: ties keep the order above
+}
+
+function processingView(processing: Processing): ProcessingView {
+  const { replay } = processing;
+  return {
+    ...processing,
+    processedAt: processing.processedAt.toISOString(),
+    startedAt: processing.startedAt?.toISOString() ?? null,
+    replay: replay && { ...replay, requestedAt: replay.requestedAt.toISOString() },
+  };
 }

@@ -30,6 +30,8 @@ const program = new Command()
   .description('Receive, verify, record and process payment webhooks exactly once')
   .version(version, '-V, --version', 'print the version')
   .showHelpAfterError()
+  // A command's options before its subcommand are its own (`archive --json` and `archive search --json`).
+  .enablePositionalOptions()
   // Bad usage exits 2, so scripts can tell it from "the check found something" (1).
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE));
 

@@ -172,6 +172,21 @@ export interface EventReplaysTable {
   previous_status: EventStatus;
   previous_attempts: number;
   previous_error: string | null;
+  /**
+   * The processing the replay replaced, when the event was processed: its outcome, when it was
+   * processed, when its attempt was claimed and by which worker (the event row's outcome,
+   * processed_at, claimed_at and lease_owner as the replay read them). NULL for another status.
+   */
+  previous_outcome: string | null;
+  previous_processed_at: DbTime | null;
+  previous_claimed_at: DbTime | null;
+  previous_owner: string | null;
+  /**
+   * When the replay made the event due again, in the transaction that reset it; NULL when it did not
+   * (the event changed or was leased meanwhile, was not processed or failed yet, or the replay was
+   * recorded before migration 0028). A replay with it set replaced its previous processing.
+   */
+  made_due_at: DbTime | null;
   /** NULL while the replay runs (or if it was interrupted). */
   result: string | null;
   requested_at: DbTime;

@@ -2,11 +2,9 @@ import { isMainThread } from 'node:worker_threads';
 import { pino, stdSerializers, type Bindings, type ChildLoggerOptions, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 import { describeError } from '../errors.js';
 import { isRecord } from '../model/json.js';
+import { isSecretName } from '../model/secrets.js';
 
 const CENSOR = '[redacted]';
-
-/** Headers that authenticate a delivery or a caller: whatever logs a request must not show them. */
-const SECRET_HEADERS = ['authorization', 'cookie', 'stripe-signature', 'x-razorpay-signature'];
 
 /**
  * Fields never logged, wherever they appear in a log object (docs/design.md, invariant 6). Payloads carry
@@ -19,10 +17,12 @@ type Fields = Record<string, unknown>;
 /** A shallow copy that keeps the prototype, so a serialized error still prints as one. */
 const copyOf = (value: Fields): Fields => Object.assign(Object.create(Object.getPrototypeOf(value) as object | null) as Fields, value);
 
+/** Headers that authenticate a delivery or a caller (isSecretName): whatever logs a request must not show them. */
 function withoutSecretHeaders(headers: Fields): Fields {
-  if (!SECRET_HEADERS.some((name) => Object.hasOwn(headers, name))) return headers;
+  const secret = Object.keys(headers).filter(isSecretName);
+  if (secret.length === 0) return headers;
   const censored = copyOf(headers);
-  for (const name of SECRET_HEADERS) if (Object.hasOwn(censored, name)) censored[name] = CENSOR;
+  for (const name of secret) censored[name] = CENSOR;
   return censored;
 }
 

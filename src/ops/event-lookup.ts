@@ -4,7 +4,9 @@ import { selectEventRows, type EventRow } from '../db/event-rows.js';
 import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
 import type { EventState } from '../store/inbox-store.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
+import { shownHeaders, shownPayload } from '../model/secrets.js';
 import { OperationError } from './errors.js';
+import { processingsOf, replaysOf, type Processing } from './event-history.js';
 
 export const EVENT_STATUSES: readonly EventStatus[] = ['received', 'processing', 'processed', 'failed'];
 
@@ -76,20 +78,24 @@ export interface ReplayRecord {
 
 export interface EventDetail extends EventState {
   leaseExpiresAt: Date | null;
+  /** The stored headers but those that prove authenticity (shownHeaders). */
   headers: Record<string, string>;
-  /** The stored payload text, byte for byte. */
+  /** The stored payload text, byte for byte, unless a field of it is secret (shownPayload). */
   payload: string;
   replays: ReplayRecord[];
+  /** Every processing, oldest first: the first and each after a replay. */
+  processings: Processing[];
 }
 
 export async function eventDetail(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventDetail> {
   const row = await resolveEvent(db, ref, provider);
-  const replays = await db.selectFrom('event_replays').selectAll().where('event_row_id', '=', row.id).orderBy('id').execute();
+  const replays = await replaysOf(db, row.id);
   return {
     ...toEventState(row),
     leaseExpiresAt: row.lease_expires_at ? fromDbTime(row.lease_expires_at) : null,
-    headers: JSON.parse(row.headers) as Record<string, string>,
-    payload: row.payload,
+    headers: shownHeaders(row.headers),
+    payload: shownPayload(row.payload),
+    processings: processingsOf(row, replays),
     replays: replays.map((r) => ({
       actor: r.actor,
       reason: r.reason,

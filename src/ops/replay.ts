@@ -105,10 +105,11 @@ export class Replayer {
         previous_status: event.status,
         previous_attempts: event.attempts,
         previous_error: event.last_error,
+        ...heldProcessing(event),
         requested_at: toDbTime(clock.now()),
       }),
     );
-    const item = await this.makeDueAndProcess(event);
+    const item = await this.makeDueAndProcess(event, logged);
     await db
       .updateTable('event_replays')
       .set({ result: replayResultText(item), finished_at: toDbTime(clock.now()) })
@@ -117,23 +118,31 @@ export class Replayer {
     return item;
   }
 
-  private async makeDueAndProcess(event: EventRow): Promise<ReplayItem> {
+  /** `replayId`: the event_replays row of this replay, which keeps the processing a reset replaces. */
+  private async makeDueAndProcess(event: EventRow, replayId: number): Promise<ReplayItem> {
     const blocked = this.leaseHolder(event);
     if (blocked) return { ...itemOf(event), result: 'skipped', detail: blocked };
     if (event.status === 'failed' || event.status === 'processed') {
       const now = toDbTime(this.deps.clock.now());
-      // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
-      // these, and then this replay stands down instead of processing the event a second time.
-      const due = await this.deps.db
-        .updateTable('webhook_events')
-        .set({ status: 'received', attempts: 0, next_attempt_at: now, lease_owner: null, lease_token: null, lease_expires_at: null })
-        .where('id', '=', event.id)
-        .where('status', '=', event.status)
-        .where('attempts', '=', event.attempts)
-        .where((eb) => (event.next_attempt_at === null ? eb('next_attempt_at', 'is', null) : eb('next_attempt_at', '=', event.next_attempt_at)))
-        .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
-        .executeTakeFirst();
-      if (due.numUpdatedRows !== 1n) return { ...itemOf(event), result: 'skipped', detail: 'changed since it was selected (replayed or processed concurrently)' };
+      const due = await this.deps.db.transaction().execute(async (tx) => {
+        // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
+        // these, and then this replay stands down instead of processing the event a second time. A
+        // row that matched holds the processing the replay's row kept (heldProcessing).
+        const reset = await tx
+          .updateTable('webhook_events')
+          .set({ status: 'received', attempts: 0, next_attempt_at: now, lease_owner: null, lease_token: null, lease_expires_at: null })
+          .where('id', '=', event.id)
+          .where('status', '=', event.status)
+          .where('attempts', '=', event.attempts)
+          .where((eb) => (event.next_attempt_at === null ? eb('next_attempt_at', 'is', null) : eb('next_attempt_at', '=', event.next_attempt_at)))
+          .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
+          .executeTakeFirst();
+        if (reset.numUpdatedRows !== 1n) return false;
+        // In the reset's transaction: a processing leaves the row only as it is kept in the replay's.
+        await tx.updateTable('event_replays').set({ made_due_at: now }).where('id', '=', replayId).execute();
+        return true;
+      });
+      if (!due) return { ...itemOf(event), result: 'skipped', detail: 'changed since it was selected (replayed or processed concurrently)' };
     }
     const processed = await this.deps.process(event.id);
     switch (processed.result) {
@@ -159,6 +168,21 @@ export class Replayer {
 export function replayResultText(item: ReplayItem): string {
   const result = item.result.replace('_', ' ');
   return item.detail ? `${result}: ${item.detail}` : result;
+}
+
+/**
+ * The processing the event's row holds, as a replay's row keeps it: a reset replaces it (see
+ * processingsOf). Only a processed event holds one; a failed row's outcome is an earlier processing's,
+ * kept by the replay that replaced that one.
+ */
+function heldProcessing(event: EventRow) {
+  const processed = event.status === 'processed';
+  return {
+    previous_outcome: processed ? event.outcome : null,
+    previous_processed_at: processed ? event.processed_at : null,
+    previous_claimed_at: processed ? event.claimed_at : null,
+    previous_owner: processed ? event.lease_owner : null,
+  };
 }
 
 function itemOf(event: EventRow): Omit<ReplayItem, 'result'> {

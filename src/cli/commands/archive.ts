@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { Archiver } from '../../ops/archive/archiver.js';
 import { describeQuery, restoreFromArchive, searchArchive, type ArchiveQuery } from '../../ops/archive/restore.js';
+import { shownHeaders, shownPayload } from '../../model/secrets.js';
 import { OperationError } from '../../ops/errors.js';
 import { ProviderRegistry } from '../../providers/registry.js';
 import { configOrExit, durationOption, positiveIntegerOption, withInbox } from '../context.js';
@@ -43,6 +44,8 @@ export function registerArchiveCommands(program: Command): void {
     .option('--events-per-file <n>', 'at most this many events per file', positiveIntegerOption, 2000)
     .option('--batch-size <n>', 'rows verified and deleted per statement', positiveIntegerOption, 500)
     .option('--json', 'print JSON')
+    // Its options go before `search`, so that `archive search --json` is the search's own.
+    .enablePositionalOptions()
     .action(async (flags: { olderThan?: number; to?: string; eventsPerFile: number; batchSize: number; json?: boolean }) => {
       const config = configOrExit().config;
       const dir = flags.to ?? config.operations.archive.dir;
@@ -77,7 +80,10 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
     const matches = (await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders())).reverse();
-    if (flags.json) return printJson(matches);
+    if (flags.json)
+      return printJson(
+        matches.map(({ file, event }) => ({ file, event: { ...event, headers: JSON.stringify(shownHeaders(event.headers)), payload: shownPayload(event.payload) } })),
+      );
     if (matches.length === 0) {
       console.log(`nothing in ${flags.from} matches ${describeQuery(archiveQuery(flags))}`);
       process.exitCode = 1;

@@ -39,16 +39,29 @@ export function registerEventsCommands(program: Command): void {
 
   events
     .command('show <id>')
-    .description('one event with its payload, attempts, last error, outcome and replays (id: provider event id or row id)')
+    .description('one event with its payload (secret fields hidden), attempts, last error, every processing and replay (id: provider event id or row id)')
     .option('--provider <name>', 'when the event id exists for several providers', choiceOption(PROVIDER_NAMES))
     .option('--json', 'print JSON')
     .action(async (id: string, options: { provider?: string; json?: boolean }) => {
       const detail = await withInbox(configOrExit().config, (inbox) => eventDetail(inbox.store.db, id, options.provider));
       if (options.json) return printJson(detail);
-      const { payload, headers, replays, ...fields } = detail;
+      const { payload, headers, replays, processings, ...fields } = detail;
       printFields({ ...fields, headers: JSON.stringify(headers) });
       for (const replay of replays) {
         console.log(`replayed ${replay.requestedAt.toISOString()} by ${replay.actor} (was ${replay.previousStatus}): ${replay.reason} -> ${replay.result ?? 'unfinished'}`);
+      }
+      if (processings.length > 0) {
+        console.log('processings, oldest first:');
+        printTable(
+          processings.map((processing, index) => ({ ...processing, number: index + 1 })),
+          [
+            ['#', (p) => p.number],
+            ['processed (UTC)', (p) => p.processedAt],
+            ['replay by', (p) => p.replay?.actor],
+            ['reason', (p) => p.replay?.reason],
+            ['outcome', (p) => p.outcome, 'whole'],
+          ],
+        );
       }
       console.log('payload:');
       console.log(prettyJson(payload));

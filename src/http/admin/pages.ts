@@ -309,7 +309,7 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
       <pre>${JSON.stringify(view.headers, null, 2)}</pre>
       <h2>Payload (pretty)</h2>
       <pre id="payload-pretty">${view.payloadPretty ?? 'not JSON: see below'}</pre>
-      <h2>Payload as received</h2>
+      <h2>Payload as received (secret fields hidden)</h2>
       <pre id="payload-raw">${view.payload}</pre>`,
     context,
   );

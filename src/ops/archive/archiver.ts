@@ -167,7 +167,9 @@ export class Archiver {
         const ids = verified.map((row) => row.id);
         const events = await tx.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'processed').executeTakeFirst();
         // Its body and failed attempts go with the event (the archived line keeps its payload, attempt
-        // count and outcome); those of an event that changed since and stays are kept with it.
+        // count and outcome); those of an event that changed since and stays are kept with it. Its
+        // replays stay, and with them the processings they replaced: restored under its own id, the
+        // event shows every processing again.
         for (const table of ['webhook_event_bodies', 'event_attempts'] as const) {
           await tx
             .deleteFrom(table)

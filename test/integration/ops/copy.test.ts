@@ -57,6 +57,12 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
           reason: 'test',
           previous_status: 'processed',
           previous_attempts: 1,
+          // The processing it replaced: an event's history, which the copy carries.
+          previous_outcome: 'applied: payment pi_copy_0 captured',
+          previous_processed_at: now,
+          previous_claimed_at: now,
+          previous_owner: 'host:1:abcd',
+          made_due_at: now,
           requested_at: now,
         })
         .execute();
@@ -112,6 +118,15 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
     }
     const events = sourceReport.tables.find((t) => t.table === 'webhook_events')!;
     assert.deepEqual([events.sourceRows, events.targetRows, events.copiedNow], [EVENTS + 3, EVENTS + 3, EVENTS + 3]);
+    const target = inspectDatabase(toMysql!.url, 1);
+    try {
+      const replay = await target.selectFrom('event_replays').select(['previous_outcome', 'previous_owner', 'made_due_at']).executeTakeFirstOrThrow();
+      assert.equal(replay.previous_outcome, 'applied: payment pi_copy_0 captured', 'the processing a replay replaced');
+      assert.equal(replay.previous_owner, 'host:1:abcd');
+      assert.notEqual(replay.made_due_at, null);
+    } finally {
+      await target.destroy();
+    }
     for (const table of ['copy_progress', 'schema_migrations', 'operation_locks', 'scheduled_runs']) assert.ok(!tables.includes(table), `bookkeeping (${table}) is not copied`);
   });
 
