@@ -47,9 +47,13 @@ function asText(value: unknown): string {
 
 function shown(value: unknown): string {
   if (value === null || value === undefined) return '-';
-  const text = asText(value);
+  return printable(asText(value));
+}
+
+/** Text with its control characters shown as escapes: what any command prints of stored or provider data. */
+export function printable(text: string): string {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what it escapes
-  return text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** "key: value" lines, for one record. */

@@ -4,7 +4,7 @@ import { EVENT_STATUSES, eventDetail, findEvents } from '../../ops/event-lookup.
 import { eventSummary, type EventSummary } from '../../ops/payment-detail.js';
 import { choiceOption, configOrExit, withInbox } from '../context.js';
 import { listingOptions, type ListingFlags } from '../filters.js';
-import { printFields, printJson, printTable, type Column } from '../output.js';
+import { printable, printFields, printJson, printTable, type Column } from '../output.js';
 
 /** The columns of every events table (`events list`, `payments show`). */
 export const EVENT_COLUMNS: Array<Column<EventSummary>> = [
@@ -48,7 +48,14 @@ export function registerEventsCommands(program: Command): void {
       const { payload, headers, replays, processings, ...fields } = detail;
       printFields({ ...fields, headers: JSON.stringify(headers) });
       for (const replay of replays) {
-        console.log(`replayed ${replay.requestedAt.toISOString()} by ${replay.actor} (was ${replay.previousStatus}): ${replay.reason} -> ${replay.result ?? 'unfinished'}`);
+        console.log(
+          printable(
+            `replayed ${replay.requestedAt.toISOString()} by ${replay.actor} (was ${replay.previousStatus}): ${replay.reason} -> ${replay.result ?? 'unfinished'}`.replace(
+              /\s+/g,
+              ' ',
+            ),
+          ),
+        );
       }
       if (processings.length > 0) {
         console.log('processings, oldest first:');
@@ -73,6 +80,6 @@ function prettyJson(text: string): string {
   try {
     return JSON.stringify(JSON.parse(text), null, 2);
   } catch {
-    return text;
+    return printable(text);
   }
 }
