@@ -163,6 +163,7 @@ export interface InboxServers {
   management: FastifyInstance | null;
 }
 
+/** The webhook server and, when MANAGEMENT_PORT is set, the management server, for `inbox` (see InboxServers). */
 export async function createServers(config: Config, inbox: Inbox): Promise<InboxServers> {
   const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
   const webhookOptions = {

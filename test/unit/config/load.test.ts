@@ -126,6 +126,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { MANAGEMENT_PORT: '65536' }, variable: 'MANAGEMENT_PORT' },
     { env: { MANAGEMENT_PORT: '3000' }, variable: 'MANAGEMENT_PORT' },
     { env: { PORT: '8080', MANAGEMENT_PORT: '8080' }, variable: 'MANAGEMENT_PORT' },
+    // A bad PORT is not compared, so its default does not clash with MANAGEMENT_PORT as well.
+    { env: { PORT: 'http', MANAGEMENT_PORT: '3000' }, variable: 'PORT' },
     { env: { MANAGEMENT_HOST: '0.0.0.0' }, variable: 'MANAGEMENT_PORT' },
     { env: { MANAGEMENT_PORT: '9090', MANAGEMENT_HOST: 'not_a_host' }, variable: 'MANAGEMENT_HOST' },
     { env: { DATABASE_URL: 'oracle://x/y' }, variable: 'DATABASE_URL' },
