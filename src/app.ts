@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
@@ -14,10 +14,8 @@ import { forwarding } from './forwarding/forwarding.js';
 import { AdminDashboard } from './admin/dashboard.js';
 import { DeliveryStatsRecorder } from './observability/delivery-stats.js';
 import { adminRoutes } from './http/admin/admin-routes.js';
-import { installErrorHandling } from './http/errors.js';
-import { opsRoutes } from './http/ops-routes.js';
-import { echoRequestId, requestId } from './http/request-id.js';
-import { httpServerOptions, routeEveryMethod } from './http/server-options.js';
+import { httpServer } from './http/http-server.js';
+import { livenessRoute, opsRoutes } from './http/ops-routes.js';
 import { webhookRoutes } from './http/webhook-routes.js';
 import { WebhookListener } from './http/webhook-listener.js';
 import type { RejectedDelivery } from './http/delivery-answer.js';
@@ -153,8 +151,20 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   return inbox;
 }
 
-/** A fastify server with the webhook routes mounted on `inbox`; closing the server stops the inbox. */
-export async function createServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
+/**
+ * The service's listeners on `inbox`. `app` (HOST, PORT) answers the webhook deliveries; with
+ * MANAGEMENT_PORT set, `management` (MANAGEMENT_HOST, MANAGEMENT_PORT) answers /readyz, /metrics and
+ * /admin, and `app` nothing but the webhooks and /healthz. Without it, `management` is null and `app`
+ * answers every route, /readyz without its checks' errors. Neither listens yet. Closing `app` stops
+ * the webhooks first, then closes `management`, then stops the inbox.
+ */
+export interface InboxServers {
+  app: FastifyInstance;
+  management: FastifyInstance | null;
+}
+
+/** The webhook server and, when MANAGEMENT_PORT is set, the management server, for `inbox` (see InboxServers). */
+export async function createServers(config: Config, inbox: Inbox): Promise<InboxServers> {
   const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
   const webhookOptions = {
     inbox,
@@ -163,29 +173,18 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     onRejected: stats ? (rejection: RejectedDelivery) => stats.rejected(rejection) : undefined,
   };
   const webhooks = new WebhookListener({ ...webhookOptions, trustProxy: config.trustProxy });
-  const app = Fastify({
-    // Typed as fastify's own logger, so the instance's type is the plain FastifyInstance that routes expect.
-    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- it changes the inferred instance type
-    loggerInstance: inbox.logger as FastifyBaseLogger,
-    bodyLimit: config.bodyLimitBytes,
-    genReqId: requestId,
-    // The webhook routes log each delivery once, with its outcome; probes are not worth a line.
-    logController: new LogController({ disableRequestLogging: true }),
-    ...httpServerOptions(config.http, (fastifyHandler) => webhooks.in(fastifyHandler)),
-    // Only these proxies' X-Forwarded-For and -Proto are believed (the client's address, https).
-    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
-  });
-  routeEveryMethod(app);
-  installErrorHandling(app);
-  echoRequestId(app);
+  const app = httpServer(config, inbox.logger, (fastifyHandler) => webhooks.in(fastifyHandler));
   // The deliveries the listener passes on, and every request made with app.inject().
   await app.register(webhookRoutes, webhookOptions);
   app.addHook('preClose', () => webhooks.close());
-  await app.register(opsRoutes, { inbox });
+  const management = config.management ? await createManagementServer(config, inbox) : null;
+  if (management) await app.register(livenessRoute);
+  else await app.register(opsRoutes, { inbox });
   const dashboard = config.admin ? new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck) : null;
   if (config.admin && dashboard) {
-    await app.register(adminRoutes, { dashboard });
-    inbox.logger.info({ auth: config.admin.auth, tokens: config.admin.tokens.map((t) => `${t.name} (${t.role})`) }, 'admin dashboard served at /admin');
+    await (management ?? app).register(adminRoutes, { dashboard });
+    const where = management ? ' of the management listener (MANAGEMENT_PORT)' : '';
+    inbox.logger.info({ auth: config.admin.auth, tokens: config.admin.tokens.map((t) => `${t.name} (${t.role})`) }, `admin dashboard served at /admin${where}`);
   } else {
     inbox.logger.info('admin dashboard off (/admin answers 404); to turn it on set ADMIN_TOKENS=name:operator:<token of 32+ characters> (see docs/operations.md)');
   }
@@ -197,7 +196,30 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
     // onClose hooks run last-added first: the last counts are written before the store closes.
     app.addHook('onClose', () => stats.stop());
   }
-  return app;
+  // Fastify's own onClose runs before any: the webhook port stops taking requests and finishes those
+  // it has. The management listener then does the same, while the store its routes read is open.
+  if (management) app.addHook('onClose', () => management.close());
+  return { app, management };
+}
+
+/**
+ * The management listener's server on `inbox`: /healthz, /readyz with each failing check's error,
+ * /metrics (createServers adds /admin). `webhook-inbox worker` serves it alone, when MANAGEMENT_PORT is set.
+ */
+export async function createManagementServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
+  const management = httpServer(config, inbox.logger);
+  await management.register(opsRoutes, { inbox, readinessDetails: true });
+  return management;
+}
+
+/**
+ * One fastify server with every route mounted on `inbox`, as createServers makes it without
+ * MANAGEMENT_PORT; closing the server stops the inbox. With MANAGEMENT_PORT set, use createServers:
+ * this one has no second listener to give.
+ */
+export async function createServer(config: Config, inbox: Inbox): Promise<FastifyInstance> {
+  if (config.management) throw new Error('MANAGEMENT_PORT is set: createServers returns the management listener beside the webhook one, createServer cannot');
+  return (await createServers(config, inbox)).app;
 }
 
 export interface AppOptions<DB extends InboxDatabase = InboxDatabase> extends InboxOptions<DB> {
@@ -205,18 +227,21 @@ export interface AppOptions<DB extends InboxDatabase = InboxDatabase> extends In
   workers?: boolean;
 }
 
-/** Inbox plus server, migrated (unless disabled) and with workers running, not yet listening. */
-export async function createApp<DB extends InboxDatabase = InboxDatabase>(config: Config, options: AppOptions<DB> = {}): Promise<{ app: FastifyInstance; inbox: Inbox }> {
+/**
+ * Inbox plus servers (see InboxServers: `management` is null unless MANAGEMENT_PORT is set), migrated
+ * (unless disabled) and with workers running, not yet listening.
+ */
+export async function createApp<DB extends InboxDatabase = InboxDatabase>(config: Config, options: AppOptions<DB> = {}): Promise<InboxServers & { inbox: Inbox }> {
   const inbox = await openInbox(config, options);
   for (const { name, variables } of inbox.providers.unconfigured()) {
     inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
   }
-  const app = await createServer(config, inbox);
+  const { app, management } = await createServers(config, inbox);
   if (options.workers !== false) inbox.start();
   const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox });
   // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
   app.addHook('onClose', () => operations.stop());
-  return { app, inbox };
+  return { app, management, inbox };
 }
 
 /** Workers only, no HTTP (`webhook-inbox worker`): migrated (unless disabled) and running. */

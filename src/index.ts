@@ -1,12 +1,12 @@
 /** The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`. */
 // First: an unsupported Node gets a clear error before anything else is loaded.
 import './supported-node.js';
-export { createApp, createInbox, createServer, startWorkers, type AppOptions, type InboxOptions } from './app.js';
+export { createApp, createInbox, createManagementServer, createServer, createServers, startWorkers, type AppOptions, type InboxOptions, type InboxServers } from './app.js';
 export { loadConfig } from './config/load.js';
 export { readEnvironment } from './config/environment.js';
 export { Inbox, type ReceiveResult } from './inbox.js';
 export { webhookRoutes } from './http/webhook-routes.js';
-export { opsRoutes } from './http/ops-routes.js';
+export { livenessRoute, opsRoutes, type OpsRoutesOptions } from './http/ops-routes.js';
 export { createLogger, flushed } from './observability/logger.js';
 export type { InboxMetrics, DeliveryResult, AttemptResult } from './observability/metrics.js';
 export type { EventQueue, EventConsumer, QueueTransport } from './queue/queue.js';
@@ -34,6 +34,6 @@ export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';
 export type { InboxDatabase, DbTime, WebhookEventsTable, WebhookEventBodiesTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
 export type { ColumnTypes } from './db/migrations.js';
-export type { Config, ForwardSettings } from './config/settings.js';
+export type { Config, ForwardSettings, ManagementSettings } from './config/settings.js';
 // The query builder's types a domain's tables, migrations and handlers are written with.
 export type { Generated, Insertable, Kysely, Migration, Selectable, Transaction } from 'kysely';

@@ -2,7 +2,7 @@ import '../supported-node.js';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
-import { createApp, migrateStore, startWorkers } from '../app.js';
+import { createApp, createManagementServer, migrateStore, startWorkers } from '../app.js';
 import { maskedConfig, maskedVariables, variableLines } from '../config/display.js';
 import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
@@ -18,6 +18,7 @@ import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
+import { listenManagement, listenServers } from './listen.js';
 import { printJson } from './output.js';
 import { ProcessingThread } from './processing-thread.js';
 
@@ -44,30 +45,46 @@ program
     setHeapGrowth(config.heapGrowthPercent);
     const { processing } = config;
     const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
-    const { app, inbox } = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue });
+    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue });
+    const { app, inbox } = servers;
     if (thread) {
       thread.start(inbox);
       // onClose hooks run last-added first: the thread finishes its events before the inbox closes the store.
       app.addHook('onClose', () => thread.stop(config.shutdownTimeoutMs));
     }
-    // Closing the server stops taking requests, waits for those in flight, then stops the inbox.
+    // Closing the webhook server stops taking requests, waits for those in flight, closes the
+    // management listener likewise, then stops the inbox.
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
     try {
-      await app.listen({ host: config.host, port: config.port });
+      await listenServers(config, servers, inbox.logger);
     } catch (error) {
       await app.close();
-      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${describeError(error)}`, { cause: error });
+      throw error;
     }
   });
 
 program
   .command('worker')
-  .description('run background workers only (no HTTP): queue consumer and sweeper, WORKER_CONCURRENCY at a time')
+  .description('run background workers only: queue consumer and sweeper, WORKER_CONCURRENCY at a time; no HTTP but the management port, if set')
   .action(async () => {
     const { config } = configOrExit();
     setHeapGrowth(config.heapGrowthPercent);
     const inbox = await startWorkers(config);
-    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => inbox.stop(config.shutdownTimeoutMs));
+    // Probes and its own processing metrics (counted in this process only), where MANAGEMENT_PORT asks.
+    const management = config.management ? await createManagementServer(config, inbox) : null;
+    const stop = async () => {
+      await management?.close();
+      await inbox.stop(config.shutdownTimeoutMs);
+    };
+    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, stop);
+    if (!management || !config.management) return;
+    try {
+      const url = await listenManagement(management, config.management);
+      inbox.logger.info({ management: url }, `listening on ${url} (management): /healthz, /readyz and /metrics`);
+    } catch (error) {
+      await stop();
+      throw error;
+    }
   });
 
 /** SIGTERM/SIGINT: stop gracefully, and exit anyway once the shutdown timeout (plus a margin) is over. */

@@ -113,6 +113,17 @@ export class EnvReader {
     return this.number(name, fallback, { ...range, integer: true });
   }
 
+  /** An integer with no default: undefined when unset (or invalid, which is a problem reported). */
+  optionalInteger(name: string, range: Omit<NumberRange, 'integer'>): number | undefined {
+    if (this.isSet(name)) {
+      const problems = this.problemCount();
+      const value = this.integer(name, 0, range);
+      return this.problemCount() === problems ? value : undefined;
+    }
+    this.read(name, null);
+    return undefined;
+  }
+
   boolean(name: string, fallback: boolean): boolean {
     const raw = this.read(name, String(fallback))?.toLowerCase();
     if (raw === undefined) return fallback;

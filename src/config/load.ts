@@ -9,6 +9,7 @@ import type {
   Config,
   ForwardSettings,
   HttpSettings,
+  ManagementSettings,
   OperationsSettings,
   OutboxSettings,
   PayuSettings,
@@ -89,9 +90,14 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     problems.push('RETRY_MAX_SECONDS must be at least RETRY_BASE_SECONDS');
   }
 
+  const host = read.host('HOST', '0.0.0.0');
+  const problemsBeforePort = problems.length;
+  const port = read.integer('PORT', 3000, { min: 0, max: 65_535 });
   const config: Config = {
-    host: read.host('HOST', '0.0.0.0'),
-    port: read.integer('PORT', 3000, { min: 0, max: 65_535 }),
+    host,
+    port,
+    // Compared with PORT only when PORT was read: a bad value is reported once, not again as a clash.
+    management: readManagement(read, problems.length === problemsBeforePort ? port : null),
     databaseUrl: readDatabaseUrl(read),
     dbPoolSize: read.integer('DB_POOL_SIZE', 10, { min: 1, max: 1000 }),
     dbRecordConnections: read.integer('DB_RECORD_CONNECTIONS', DEFAULT_RECORD_CONNECTIONS, { min: 1, max: 64 }),
@@ -147,6 +153,18 @@ function readHttp(read: EnvReader): HttpSettings {
     read.problem('HTTP_REQUEST_TIMEOUT_MS must be at least HTTP_HEADERS_TIMEOUT_MS (the headers are part of the request)');
   }
   return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs: read.integer('HTTP_IDLE_TIMEOUT_MS', 72_000, { min: 100, max: 3_600_000 }) };
+}
+
+function readManagement(read: EnvReader, port: number | null): ManagementSettings | null {
+  const managementPort = read.optionalInteger('MANAGEMENT_PORT', { min: 0, max: 65_535, hint: 'the port of /metrics, /readyz and /admin, apart from PORT' });
+  const host = read.host('MANAGEMENT_HOST', '127.0.0.1');
+  if (read.isSet('MANAGEMENT_HOST') && !read.isSet('MANAGEMENT_PORT')) read.problem('MANAGEMENT_PORT must be set when MANAGEMENT_HOST is set (the port it serves)');
+  if (managementPort === undefined) return null;
+  // Port 0 twice is two free ports, chosen when each listener starts.
+  if (managementPort !== 0 && managementPort === port) {
+    read.problem(`MANAGEMENT_PORT must differ from PORT (both are ${port}): the management routes are served apart from the webhooks`);
+  }
+  return { host, port: managementPort };
 }
 
 function readPayu(read: EnvReader): PayuSettings | null {

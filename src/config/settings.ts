@@ -174,9 +174,20 @@ export interface AdminSettings {
   proxyRoles: Array<{ user: string; role: AdminRole }>;
 }
 
+/**
+ * Where /metrics, /readyz and /admin are served apart from the webhooks (MANAGEMENT_HOST,
+ * MANAGEMENT_PORT), so that the public port answers only providers and liveness probes.
+ */
+export interface ManagementSettings {
+  host: string;
+  port: number;
+}
+
 export interface Config {
   host: string;
   port: number;
+  /** Null: one listener (HOST, PORT) serves every route. */
+  management: ManagementSettings | null;
   databaseUrl: string;
   dbPoolSize: number;
   /** Connections that record deliveries, a group-commit batch at a time on each (MySQL). */

@@ -61,20 +61,25 @@ export interface Response {
   body: Record<string, unknown>;
 }
 
-/** A running inbox listening on a real port, driven over HTTP like a provider would. */
+/**
+ * A running inbox listening on a real port, driven over HTTP like a provider would; with
+ * MANAGEMENT_PORT in `env`, its management listener on a port of its own too (`managementUrl`).
+ */
 export class Harness {
   private constructor(
     readonly app: FastifyInstance,
     readonly inbox: Inbox,
     readonly clock: TestClock,
     readonly url: string,
+    readonly managementUrl: string | null,
   ) {}
 
   static async start(databaseUrl: string, env: Record<string, string> = {}, options: AppOptions = {}): Promise<Harness> {
     const clock = new TestClock();
-    const { app, inbox } = await createApp(testConfig(databaseUrl, env), { clock, ...options });
+    const { app, management, inbox } = await createApp(testConfig(databaseUrl, env), { clock, ...options });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
-    return new Harness(app, inbox, clock, address);
+    const managementAddress = management ? await management.listen({ host: '127.0.0.1', port: 0 }) : null;
+    return new Harness(app, inbox, clock, address, managementAddress);
   }
 
   get db(): Kysely<InboxDatabase> {

@@ -10,15 +10,6 @@ import { ASSETS } from './assets.js';
 import { pageRoutes } from './page-routes.js';
 import { csrfOf, SESSION_COOKIE } from './session.js';
 
-/** No inline script or style, nothing from elsewhere, never framed. */
-const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  'x-frame-options': 'DENY',
-  'cache-control': 'no-store',
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'same-origin',
-};
-
 /** Routes anyone may reach: the sign-in page and the static files it uses. */
 const PUBLIC = new Set(['/admin/sign-in', ...Object.keys(ASSETS).map((name) => `/admin/assets/${name}`)]);
 
@@ -67,7 +58,6 @@ export const adminRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = as
   });
 
   app.addHook('onRequest', async (request, reply) => {
-    void reply.headers(SECURITY_HEADERS);
     const route = request.url.split('?')[0]!;
     if (PUBLIC.has(route)) return;
     const actor = identify(app, dashboard, request);

@@ -13,8 +13,9 @@ interface Readyz {
   body: { status: string; checks: Record<string, { ok: boolean; ms: number; error?: string }> };
 }
 
+/** Asked on the management port, where each failing check gives its error (management-port.test.ts has the public port's answer). */
 async function readyz(harness: Harness): Promise<Readyz> {
-  const response = await fetch(`${harness.url}/readyz`);
+  const response = await fetch(`${harness.managementUrl}/readyz`);
   return { status: response.status, body: (await response.json()) as Readyz['body'] };
 }
 
@@ -30,7 +31,7 @@ describe('health and readiness when the database goes away and comes back', { sk
     await proxy.open();
     const proxied = new URL(db.url);
     proxied.host = `127.0.0.1:${proxy.port}`;
-    harness = await Harness.start(proxied.toString());
+    harness = await Harness.start(proxied.toString(), { MANAGEMENT_PORT: '0' });
   });
   after(async () => {
     await harness?.close();
@@ -76,7 +77,7 @@ for (const backend of STORE_BACKENDS) {
           if (!queueUp) throw new Error('redis: connection refused');
         },
       };
-      harness = await Harness.start(db.url, { MIGRATE_ON_START: 'false' }, { readinessChecks: [queue] });
+      harness = await Harness.start(db.url, { MIGRATE_ON_START: 'false', MANAGEMENT_PORT: '0' }, { readinessChecks: [queue] });
     });
     after(async () => {
       await harness?.close();

@@ -83,6 +83,13 @@ describe('loadConfig: defaults and valid values', () => {
     }
   });
 
+  test('no MANAGEMENT_PORT: one listener; MANAGEMENT_PORT serves the management routes apart, on 127.0.0.1 unless MANAGEMENT_HOST says', () => {
+    assert.equal(loadConfig({}).management, null);
+    assert.deepEqual(loadConfig({ MANAGEMENT_PORT: '9090' }).management, { host: '127.0.0.1', port: 9090 });
+    assert.deepEqual(loadConfig({ MANAGEMENT_PORT: '9090', MANAGEMENT_HOST: '0.0.0.0' }).management, { host: '0.0.0.0', port: 9090 });
+    assert.deepEqual(loadConfig({ PORT: '0', MANAGEMENT_PORT: '0' }).management, { host: '127.0.0.1', port: 0 }, 'two free ports, each chosen as it listens');
+  });
+
   test('HOST takes IP addresses and host names', () => {
     for (const host of ['0.0.0.0', '::', '::1', '127.0.0.1', 'localhost', 'inbox-1.internal.example']) assert.equal(loadConfig({ HOST: host }).host, host);
   });
@@ -115,6 +122,14 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { PORT: '70000' }, variable: 'PORT' },
     { env: { HOST: 'not_a_host' }, variable: 'HOST' },
     { env: { HOST: 'http://0.0.0.0' }, variable: 'HOST' },
+    { env: { MANAGEMENT_PORT: 'metrics' }, variable: 'MANAGEMENT_PORT' },
+    { env: { MANAGEMENT_PORT: '65536' }, variable: 'MANAGEMENT_PORT' },
+    { env: { MANAGEMENT_PORT: '3000' }, variable: 'MANAGEMENT_PORT' },
+    { env: { PORT: '8080', MANAGEMENT_PORT: '8080' }, variable: 'MANAGEMENT_PORT' },
+    // A bad PORT is not compared, so its default does not clash with MANAGEMENT_PORT as well.
+    { env: { PORT: 'http', MANAGEMENT_PORT: '3000' }, variable: 'PORT' },
+    { env: { MANAGEMENT_HOST: '0.0.0.0' }, variable: 'MANAGEMENT_PORT' },
+    { env: { MANAGEMENT_PORT: '9090', MANAGEMENT_HOST: 'not_a_host' }, variable: 'MANAGEMENT_HOST' },
     { env: { DATABASE_URL: 'oracle://x/y' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'postgres://host:5432' }, variable: 'DATABASE_URL' },
     { env: { DATABASE_URL: 'not a url' }, variable: 'DATABASE_URL' },
