@@ -43,7 +43,7 @@ export class AdminSignIn {
   }
 
   private refuse({ address, via, log }: SignInAttempt, reason: AdminSignInRefusal, extra: Record<string, unknown>): void {
-    log.warn({ clientAddress: address, via, reason, ...extra }, 'admin token refused');
+    log.warn({ clientAddress: address, via, reason, ...extra }, 'admin sign-in refused');
     this.metrics.adminSignInRefused?.(via, reason);
   }
 }

@@ -254,11 +254,18 @@ for (const backend of STORE_BACKENDS) {
       const rows = await first.db.selectFrom('admin_sign_in_failures').select('client').where('client', '=', attacker).execute();
       assert.equal(rows.length, 10, 'a limited client adds no rows');
 
-      const refusals = lines.filter((line) => line.msg === 'admin token refused' && line.clientAddress === attacker);
+      const refusals = lines.filter((line) => line.msg === 'admin sign-in refused' && line.clientAddress === attacker);
       assert.deepEqual(
         refusals.map((line) => `${line.via} ${line.reason}`),
         [...Array<string>(10).fill('form unknown_token'), 'form rate_limited', 'form rate_limited', 'bearer rate_limited', 'bearer rate_limited'],
       );
+      const foreign = await call(first, 'POST', '/admin/sign-in', {
+        form: new URLSearchParams({ token: ADMIN.operator }).toString(),
+        headers: { origin: 'https://evil.example' },
+        client: '203.0.113.9',
+      });
+      assert.equal(foreign.status, 403, 'a sign-in posted from another site');
+      assert.ok(lines.some((line) => line.msg === 'admin sign-in refused' && line.clientAddress === '203.0.113.9' && line.reason === 'foreign_origin'));
       assert.ok(!JSON.stringify(lines).includes(WRONG) && !JSON.stringify(lines).includes(ADMIN.operator), 'no token reaches the log');
 
       const metrics = await (await fetch(`${first.url}/metrics`)).text();
