@@ -11,7 +11,7 @@ import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
 import { forwarding } from './forwarding/forwarding.js';
-import { AdminDashboard } from './admin/dashboard.js';
+import { AdminDashboard, adminRetentionJob } from './admin/dashboard.js';
 import { DeliveryStatsRecorder } from './observability/delivery-stats.js';
 import { adminRoutes } from './http/admin/admin-routes.js';
 import { httpServer } from './http/http-server.js';
@@ -238,7 +238,8 @@ export async function createApp<DB extends InboxDatabase = InboxDatabase>(config
   }
   const { app, management } = await createServers(config, inbox);
   if (options.workers !== false) inbox.start();
-  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox });
+  const jobs = config.admin ? [adminRetentionJob(inbox.store.db, inbox.clock, config.admin)] : [];
+  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox, jobs });
   // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
   app.addHook('onClose', () => operations.stop());
   return { app, management, inbox };

@@ -8,7 +8,7 @@ export { Inbox, type ReceiveResult } from './inbox.js';
 export { webhookRoutes } from './http/webhook-routes.js';
 export { livenessRoute, opsRoutes, type OpsRoutesOptions } from './http/ops-routes.js';
 export { createLogger, flushed } from './observability/logger.js';
-export type { InboxMetrics, DeliveryResult, AttemptResult } from './observability/metrics.js';
+export type { InboxMetrics, DeliveryResult, AttemptResult, AdminSignInVia, AdminSignInRefusal } from './observability/metrics.js';
 export type { EventQueue, EventConsumer, QueueTransport } from './queue/queue.js';
 export { PrometheusMetrics } from './observability/prometheus.js';
 export type { InFlight } from './observability/in-flight.js';

@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import type { AdminRole, AdminSettings } from '../config/settings.js';
+import { InboxError } from '../errors.js';
 
 /** Who is acting: a token's name or the user the proxy named, with the role they were given. */
 export interface Actor {
@@ -9,9 +10,38 @@ export interface Actor {
   via: 'token' | 'session' | 'proxy';
 }
 
-/** What each role may do; a viewer reads, an operator also changes things (replay, retry). */
-export function mayChange(actor: Actor): boolean {
-  return actor.role === 'operator';
+/** What an actor may do through /admin besides reading, on a page or through the API alike. */
+export type AdminPermission = 'replay' | 'replay_dry_run' | 'bulk_replay_count' | 'bulk_replay_start' | 'bulk_replay_cancel' | 'outbox_retry';
+
+/**
+ * The role each action needs, asked by the pages and the API alike. A replay's dry run and a bulk
+ * replay's count change nothing and show no more than a viewer can list already (the events of that
+ * filter), so a viewer may do them; whatever changes an event, a bulk replay or an outbox row needs
+ * the operator.
+ */
+const ROLE_NEEDED: Readonly<Record<AdminPermission, AdminRole>> = {
+  replay: 'operator',
+  replay_dry_run: 'viewer',
+  bulk_replay_count: 'viewer',
+  bulk_replay_start: 'operator',
+  bulk_replay_cancel: 'operator',
+  outbox_retry: 'operator',
+};
+
+export function may(actor: Actor, permission: AdminPermission): boolean {
+  return actor.role === 'operator' || ROLE_NEEDED[permission] === 'viewer';
+}
+
+/** An action the actor's role does not allow: a 403, a page or JSON as the route answers. */
+export class AdminForbiddenError extends InboxError {
+  constructor() {
+    super('forbidden', 403, 'this needs the operator role; a viewer may only read');
+  }
+}
+
+/** Throws AdminForbiddenError unless `actor` has `permission`. */
+export function authorize(actor: Actor, permission: AdminPermission): void {
+  if (!may(actor, permission)) throw new AdminForbiddenError();
 }
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
@@ -67,18 +97,8 @@ export class AdminAccess {
     return match ? { name: user, role: match.role, via: 'proxy' } : null;
   }
 
-  /** The session cookie's content (signed by the caller): who, and until when. */
-  sessionValue(actor: Actor, now: Date): string {
-    return `${actor.name}|${now.getTime() + this.settings.sessionTtlMs}`;
-  }
-
-  /** The actor of a session value whose signature was checked; null once expired or its token is gone. */
-  fromSession(value: string, now: Date): Actor | null {
-    const separator = value.lastIndexOf('|');
-    const name = value.slice(0, separator);
-    const expires = Number(value.slice(separator + 1));
-    if (separator <= 0 || !Number.isFinite(expires) || expires <= now.getTime()) return null;
-    // The role is read from the current tokens: a token removed or demoted takes its sessions with it.
+  /** The actor of a session signed in as `name`, with that entry's current role: null once it is gone from ADMIN_TOKENS. */
+  forSession(name: string): Actor | null {
     const entry = this.tokens.find((t) => t.name === name);
     return entry ? { name, role: entry.role, via: 'session' } : null;
   }

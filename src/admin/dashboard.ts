@@ -6,13 +6,34 @@ import type { InboxDatabase } from '../db/schema.js';
 import type { Inbox } from '../inbox.js';
 import { OutboxStore } from '../outbox/outbox-store.js';
 import { Replayer } from '../ops/replay.js';
+import type { ScheduledJob } from '../ops/schedule.js';
 import { AdminAccess } from './access.js';
 import { AdminActions } from './actions.js';
 import { AuditLog } from './audit.js';
+import { AdminSessions } from './sessions.js';
+import { AdminSignIn } from './sign-in.js';
+import { SignInLimit } from './sign-in-limit.js';
+
+/** Hourly, off the full hour and the statistics' retention. */
+const RETENTION_CRON = '0 23 * * * *';
+
+/** Deletes the sessions that expired and the refused tokens the sign-in window has passed. */
+export function adminRetentionJob(db: Kysely<InboxDatabase>, clock: Clock, settings: AdminSettings): ScheduledJob {
+  return {
+    name: 'admin sessions retention',
+    cron: RETENTION_CRON,
+    run: async () => {
+      await new AdminSessions(db, clock, settings.sessionTtlMs).deleteExpired();
+      await new SignInLimit(db, clock, settings.signInLimit).deleteExpired();
+    },
+  };
+}
 
 /** Everything /admin reads and acts through, built once per server from the inbox it shows. */
 export class AdminDashboard {
   readonly access: AdminAccess;
+  readonly sessions: AdminSessions;
+  readonly signIn: AdminSignIn;
   readonly audit: AuditLog;
   readonly actions: AdminActions;
   readonly outbox: OutboxStore;
@@ -31,6 +52,8 @@ export class AdminDashboard {
     this.db = inbox.store.db;
     this.clock = inbox.clock;
     this.access = new AdminAccess(settings, trustProxy);
+    this.sessions = new AdminSessions(this.db, this.clock, settings.sessionTtlMs);
+    this.signIn = new AdminSignIn(this.access, new SignInLimit(this.db, this.clock, settings.signInLimit), inbox.metrics);
     this.audit = new AuditLog(this.db, this.clock);
     this.outbox = new OutboxStore(this.db, this.clock);
     const replayer = new Replayer({ db: this.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: this.clock });

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
+import { parseIsoTime } from '../config/duration.js';
 import { olderThan, type KeysetPosition } from '../db/keyset.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
@@ -77,7 +78,9 @@ export function encodeCursor(createdAt: DbTime, id: number): string {
 export function decodeCursor(cursor: string): KeysetPosition {
   try {
     const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at === 'string' && /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/.test(at) && Number.isSafeInteger(id) && (id as number) > 0) return { at, id: id as number };
+    // A time the calendar has, as toDbTime writes it: the database is never asked to compare another.
+    if (typeof at === 'string' && /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$/.test(at) && parseIsoTime(at) !== null && Number.isSafeInteger(id) && (id as number) > 0)
+      return { at, id: id as number };
   } catch {
     // Refused below, like any other malformed cursor.
   }

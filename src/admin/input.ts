@@ -1,3 +1,4 @@
+import { parseIsoTime } from '../config/duration.js';
 import { BadRequestError } from '../errors.js';
 
 /** A query or body value the admin API cannot use: a 400 that names the parameter. */
@@ -35,12 +36,15 @@ export function integer(query: Query, name: string, range: { min: number; max: n
   return Number(value);
 }
 
-/** An ISO 8601 time, e.g. 2026-12-03T10:00:00Z; a date alone means its midnight UTC. */
+/** What a time parameter must be, as every refusal of one says. */
+const TIME_EXPECTED = 'must be an ISO 8601 time from 1970 to 9999, UTC unless it names an offset, e.g. 2026-12-03T10:00:00Z or 2026-12-03';
+
+/** An ISO 8601 time, e.g. 2026-12-03T10:00:00Z; a date alone means its midnight UTC (parseIsoTime). */
 export function time(query: Query, name: string): Date | undefined {
   const value = text(query, name, 40);
   if (value === undefined) return undefined;
-  const date = /^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) ? new Date(value) : new Date(NaN);
-  if (Number.isNaN(date.getTime())) throw new AdminInputError(name, 'must be an ISO 8601 time, e.g. 2026-12-03T10:00:00Z');
+  const date = parseIsoTime(value);
+  if (!date) throw new AdminInputError(name, TIME_EXPECTED);
   return date;
 }
 

@@ -300,6 +300,7 @@ function readAdmin(read: EnvReader): AdminSettings | null {
   const auth = read.oneOf('ADMIN_AUTH', ['tokens', 'proxy'] as const, 'tokens');
   const tokens = readAdminTokens(read);
   const sessionTtlMs = read.duration('ADMIN_SESSION_TTL', '8h');
+  const signInLimit = { failures: read.integer('ADMIN_SIGN_IN_FAILURES', 10, { min: 1, max: 1_000_000 }), windowMs: read.duration('ADMIN_SIGN_IN_WINDOW', '15m') };
   const proxyHeader = read.string('ADMIN_PROXY_HEADER', '').toLowerCase() || null;
   const proxyRoles = readProxyRoles(read);
   if (auth === 'proxy') {
@@ -307,9 +308,9 @@ function readAdmin(read: EnvReader): AdminSettings | null {
     else if (!/^[a-z0-9-]+$/.test(proxyHeader)) read.problem(`ADMIN_PROXY_HEADER must be a header name (got "${proxyHeader}")`);
     if (!read.isSet('ADMIN_PROXY_ROLES')) read.problem('ADMIN_PROXY_ROLES must be set when ADMIN_AUTH=proxy, e.g. alice@example.com:operator,*:viewer');
     if (!read.isSet('TRUST_PROXY')) read.problem('TRUST_PROXY must be set when ADMIN_AUTH=proxy: the proxy header is believed only from those addresses');
-    return { auth, tokens, sessionTtlMs, proxyHeader, proxyRoles };
+    return { auth, tokens, sessionTtlMs, signInLimit, proxyHeader, proxyRoles };
   }
-  return tokens.length > 0 ? { auth, tokens, sessionTtlMs, proxyHeader: null, proxyRoles: [] } : null;
+  return tokens.length > 0 ? { auth, tokens, sessionTtlMs, signInLimit, proxyHeader: null, proxyRoles: [] } : null;
 }
 
 function readAdminTokens(read: EnvReader): AdminToken[] {

@@ -168,6 +168,8 @@ export interface AdminSettings {
   auth: 'tokens' | 'proxy';
   tokens: AdminToken[];
   sessionTtlMs: number;
+  /** Refused tokens a client address may present within `windowMs` before every token from it is refused (429) until the window has passed. */
+  signInLimit: { failures: number; windowMs: number };
   /** Lower-case header name the trusted proxy sets to the signed-in user (proxy auth only). */
   proxyHeader: string | null;
   /** In order, first match wins; user `*` matches anyone the proxy names. */

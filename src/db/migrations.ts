@@ -1,25 +1,9 @@
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
+import { createTable, type ColumnTypes, type Schema } from './column-types.js';
+import { adminSessions } from './migrations/0029_admin_sessions.js';
 import { recordsBatchesByProcedure } from './mysql/server-version.js';
 import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 import { eventProcessings } from './migrations/0028_event_processings.js';
-
-/** The column types that differ between SQL dialects; each store backend supplies its own. */
-export interface ColumnTypes {
-  /** The SQL dialect, for the rare migration whose best form differs by database (an index's shape). */
-  dialect: 'mysql' | 'postgres' | 'sqlite';
-  /** Auto-increment primary key. */
-  id: RawBuilder<unknown>;
-  bigint: RawBuilder<unknown>;
-  timestamp: RawBuilder<unknown>;
-  /** Identifiers compared byte for byte (provider ids are case-sensitive). */
-  key: RawBuilder<unknown>;
-  shortText: RawBuilder<unknown>;
-  longText: RawBuilder<unknown>;
-  /** Appended to CREATE TABLE (engine, charset), or null. */
-  tableOptions: RawBuilder<unknown> | null;
-}
-
-type Schema = Kysely<unknown>['schema'];
 
 /**
  * PostgreSQL's function (migration 0025) that fails the statement it runs in when a body's stored
@@ -28,6 +12,9 @@ type Schema = Kysely<unknown>['schema'];
  */
 export const WHOLE_PAYLOAD_FUNCTION = 'webhook_inbox_whole_payload';
 export const PAYLOAD_NOT_WHOLE_STATE = 'WI001';
+
+// Defined apart, so a migration in a file of its own (migrations/) can use them without an import cycle.
+export { createTable, type ColumnTypes };
 
 /**
  * MySQL's and MariaDB's procedure (migration 0026) that records one event in one call: its row unless
@@ -49,12 +36,6 @@ export const RECORD_EVENTS_PROCEDURE = 'webhook_inbox_record_events';
 
 /** Events whose bodies one statement of migration 0024 copies. */
 const BODY_COPY_BATCH = 2000;
-
-/** CREATE TABLE with the backend's id column and table options: every table's start. */
-export function createTable(schema: Schema, types: ColumnTypes, name: string) {
-  const builder = schema.createTable(name).addColumn('id', types.id, (c) => c.primaryKey().autoIncrement().notNull());
-  return types.tableOptions ? builder.modifyEnd(types.tableOptions) : builder;
-}
 
 /**
  * Migrations besides the inbox's own: those of the domains in use (named `<domain>/<migration>`), and
@@ -594,6 +575,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
       },
     },
     '0028_event_processings': eventProcessings(types),
+    '0029_admin_sessions': adminSessions(types),
   };
 
   /**

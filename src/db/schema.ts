@@ -256,6 +256,27 @@ export interface AdminActionsTable {
   at: DbTime;
 }
 
+/** One dashboard sign-in, until its expiry or its sign-out (which deletes the row). */
+export interface AdminSessionsTable {
+  id: Generated<number>;
+  /** SHA-256 (hex) of the session id the cookie carries: the id itself is never stored. */
+  session_hash: string;
+  /** The ADMIN_TOKENS name it signed in with: its role is read from that entry at each request. */
+  actor: string;
+  created_at: DbTime;
+  expires_at: DbTime;
+  /** Moved forward at most once a minute. */
+  last_seen_at: DbTime;
+}
+
+/** One refused admin token (sign-in form or bearer), by client address: the sign-in limit counts these. */
+export interface AdminSignInFailuresTable {
+  id: Generated<number>;
+  /** The client address (an IPv6 one by its /64). */
+  client: string;
+  failed_at: DbTime;
+}
+
 /** `running` until it ends; a `running` run whose lock expired crashed, and the next run resumes it. */
 export type ReconcileRunStatus = 'running' | 'finished' | 'failed';
 
@@ -321,6 +342,8 @@ export interface InboxDatabase {
   rejected_deliveries: RejectedDeliveriesTable;
   pipeline_samples: PipelineSamplesTable;
   admin_actions: AdminActionsTable;
+  admin_sessions: AdminSessionsTable;
+  admin_sign_in_failures: AdminSignInFailuresTable;
   reconcile_runs: ReconcileRunsTable;
   operation_locks: OperationLocksTable;
   scheduled_runs: ScheduledRunsTable;

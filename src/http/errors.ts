@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { InboxError } from '../errors.js';
 import { inboxErrorAnswer } from './delivery-answer.js';
 
@@ -13,7 +13,18 @@ interface ErrorBody {
  * is logged with its stack.
  */
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
+  app.setErrorHandler<FastifyError | InboxError>(jsonErrorHandler('internal error; the delivery was not acknowledged'));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } satisfies ErrorBody),
+  );
+}
+
+/**
+ * Errors as JSON answers: an InboxError with its status and code, another 4xx as `errorCode` names it,
+ * anything else a 500 that says `internalMessage` (in the words of the routes it serves) and is logged.
+ */
+export function jsonErrorHandler(internalMessage: string): (error: FastifyError | InboxError, request: FastifyRequest, reply: FastifyReply) => FastifyReply {
+  return (error: FastifyError | InboxError, request: FastifyRequest, reply: FastifyReply) => {
     // Refused deliveries are logged once, with their outcome and timing, by the webhook routes.
     if (error instanceof InboxError) {
       const answer = inboxErrorAnswer(error);
@@ -25,12 +36,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(status).send({ error: errorCode(error), message: error.message } satisfies ErrorBody);
     }
     request.log.error({ err: error }, 'unexpected error');
-    return reply.code(500).send({ error: 'internal_error', message: 'internal error; the delivery was not acknowledged' } satisfies ErrorBody);
-  });
-
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: 'not_found', message: `no route for ${request.method} ${request.url.split('?')[0]}` } satisfies ErrorBody),
-  );
+    return reply.code(500).send({ error: 'internal_error', message: internalMessage } satisfies ErrorBody);
+  };
 }
 
 /** The `error` code a response carries for this error. */

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import { isProviderName } from '../model/delivery.js';
-import type { DeliveryResult, InboxMetrics } from './metrics.js';
+import type { AdminSignInRefusal, AdminSignInVia, DeliveryResult, InboxMetrics } from './metrics.js';
 
 /** How often each process adds its counts to the shared tables. */
 export const STATS_FLUSH_MS = 5000;
@@ -130,6 +130,10 @@ export class DeliveryStatsRecorder implements InboxMetrics {
 
   workersYielded(seconds: number): void {
     this.inner.workersYielded?.(seconds);
+  }
+
+  adminSignInRefused(via: AdminSignInVia, reason: AdminSignInRefusal): void {
+    this.inner.adminSignInRefused?.(via, reason);
   }
 
   exposition(): ReturnType<InboxMetrics['exposition']> {

@@ -7,6 +7,12 @@ export type DeliveryResult = 'accepted' | 'duplicate' | 'invalid_signature' | 'b
 /** How one processing attempt ended: `retry_scheduled` will run again, `failed` needs an operator. */
 export type AttemptResult = 'processed' | 'retry_scheduled' | 'failed' | 'lease_lost';
 
+/** How a token was presented to /admin: the sign-in form, or an API request's bearer header. */
+export type AdminSignInVia = 'form' | 'bearer';
+
+/** Why /admin refused a token: not one of ADMIN_TOKENS, or its client has too many refusals already. */
+export type AdminSignInRefusal = 'unknown_token' | 'rate_limited';
+
 /**
  * The metrics port: what the pipeline reports as it runs. The inbox and the processor call it; the
  * Prometheus adapter (or an embedding service's own) decides how to count. Every call is on a hot
@@ -27,6 +33,8 @@ export interface InboxMetrics {
    * thread, WORKER_YIELD_ELU). Optional: an adapter without it does not count this.
    */
   workersYielded?(seconds: number): void;
+  /** /admin refused a token. Optional: an adapter without it does not count this. */
+  adminSignInRefused?(via: AdminSignInVia, reason: AdminSignInRefusal): void;
   /** The text a scraper reads at GET /metrics. */
   exposition(): Promise<{ contentType: string; text: string }>;
 }

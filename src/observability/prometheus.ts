@@ -5,10 +5,12 @@ import type { PaymentState } from '../model/payment-event.js';
 import { isProviderName, PROVIDER_NAMES } from '../model/delivery.js';
 import type { OutboxStatus } from '../db/schema.js';
 import type { PipelineStats } from '../store/inbox-store.js';
-import type { AttemptResult, DeliveryResult, InboxMetrics } from './metrics.js';
+import type { AdminSignInRefusal, AdminSignInVia, AttemptResult, DeliveryResult, InboxMetrics } from './metrics.js';
 
 const DELIVERY_RESULTS: DeliveryResult[] = ['accepted', 'duplicate', 'invalid_signature', 'bad_request', 'unavailable', 'error'];
 const ATTEMPT_RESULTS: AttemptResult[] = ['processed', 'retry_scheduled', 'failed', 'lease_lost'];
+const ADMIN_SIGN_IN_VIAS: AdminSignInVia[] = ['form', 'bearer'];
+const ADMIN_SIGN_IN_REFUSALS: AdminSignInRefusal[] = ['unknown_token', 'rate_limited'];
 /** Acknowledgements are milliseconds when healthy; the upper buckets catch a struggling database. */
 const ACK_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Receipt to processed spans retries, so it reaches hours. */
@@ -53,6 +55,7 @@ export class PrometheusMetrics implements InboxMetrics {
   private readonly takeovers: Counter<'provider'>;
   private readonly staleTransitions: Counter<'provider' | 'state'>;
   private readonly yieldSeconds: Counter;
+  private readonly signInRefusals: Counter<'via' | 'reason'>;
 
   constructor(options: PrometheusMetricsOptions) {
     const registers = [this.registry];
@@ -101,6 +104,13 @@ export class PrometheusMetrics implements InboxMetrics {
       registers,
     });
 
+    this.signInRefusals = new Counter({
+      name: 'webhook_inbox_admin_sign_in_failures_total',
+      help: 'Tokens /admin refused, by how they came (form: the sign-in page, bearer: the API) and why (unknown_token, rate_limited)',
+      labelNames: ['via', 'reason'],
+      registers,
+    });
+
     const cached = new CachedStats(options.stats, options);
     const gauge = (name: string, help: string, read: (stats: PipelineStats) => number) =>
       new Gauge({
@@ -132,6 +142,7 @@ export class PrometheusMetrics implements InboxMetrics {
     }
 
     // Every series exists from the start at 0, so rate() and alerts see the first increment.
+    for (const via of ADMIN_SIGN_IN_VIAS) for (const reason of ADMIN_SIGN_IN_REFUSALS) this.signInRefusals.inc({ via, reason }, 0);
     for (const provider of PROVIDER_NAMES) {
       for (const result of DELIVERY_RESULTS) this.deliveries.inc({ provider, result }, 0);
       for (const result of ATTEMPT_RESULTS) this.attempts.inc({ provider, result }, 0);
@@ -164,6 +175,10 @@ export class PrometheusMetrics implements InboxMetrics {
 
   workersYielded(seconds: number): void {
     this.yieldSeconds.inc(seconds);
+  }
+
+  adminSignInRefused(via: AdminSignInVia, reason: AdminSignInRefusal): void {
+    this.signInRefusals.inc({ via, reason });
   }
 
   async exposition(): Promise<{ contentType: string; text: string }> {

@@ -1,8 +1,8 @@
 import { TurnBuffer } from '../queue/turn-buffer.js';
 import type { InboxMetrics } from './metrics.js';
 
-/** The calls a workers' thread makes (it never yields to itself). */
-type Counted = Exclude<keyof InboxMetrics, 'exposition' | 'workersYielded'>;
+/** The calls a workers' thread makes (it never yields to itself, and serves no /admin). */
+type Counted = Exclude<keyof InboxMetrics, 'exposition' | 'workersYielded' | 'adminSignInRefused'>;
 
 /** One metrics call made in another thread, to be made again on the metrics that are scraped. */
 export type RelayedCall = { [Name in Counted]: [Name, ...Parameters<InboxMetrics[Name]>] }[Counted];

@@ -22,6 +22,15 @@ export interface OperationsDependencies {
   logger: Logger;
   /** The inbox reconciliation records through; without it, no reconcile is scheduled. */
   inbox?: Inbox;
+  /** Jobs of the layers above (the dashboard's expired sessions), scheduled and claimed like these. */
+  jobs?: ScheduledJob[];
+}
+
+/** A job on a cron schedule (UTC); `name` is its row in scheduled_runs. */
+export interface ScheduledJob {
+  name: string;
+  cron: string;
+  run: () => Promise<unknown>;
 }
 
 /** The stuck check as the service runs it: alert when anything is found, log either way. */
@@ -71,6 +80,7 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
 
   schedule('statistics retention', STATS_RETENTION_CRON, () => deleteStatisticsBefore(deps.db, new Date(deps.clock.now().getTime() - STATS_RETENTION_MS)));
   schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, deps, 'scheduled check'));
+  for (const job of deps.jobs ?? []) schedule(job.name, job.cron, job.run);
   const { archive } = settings;
   if (archive.dir !== null) {
     const dir = archive.dir;

@@ -14,6 +14,9 @@ export const ADMIN_ENV = {
   ADMIN_TOKENS: `alice:operator:${ADMIN.operator},victor:viewer:${ADMIN.viewer}`,
   // One attempt: a failing event stays failed for an operator.
   MAX_ATTEMPTS: '1',
+  // These tests present wrong tokens on purpose, from one address, more often than the default sign-in
+  // limit allows; the limit's own tests (sessions.test.ts) use the default.
+  ADMIN_SIGN_IN_FAILURES: '1000',
 };
 
 /** What a customer may type into payment metadata: it must render as text and run nothing. */

@@ -1,7 +1,5 @@
-import type { Migration, RawBuilder } from 'kysely';
-
-/** The column types of inboxMigrations' ColumnTypes it uses (named here: that file imports this one). */
-type Types = Record<'longText' | 'timestamp' | 'key', RawBuilder<unknown>>;
+import type { Migration } from 'kysely';
+import type { ColumnTypes } from '../column-types.js';
 
 /**
  * A replay keeps the processing it replaces: what the event's row said when the replay read it (its
@@ -10,7 +8,7 @@ type Types = Record<'longText' | 'timestamp' | 'key', RawBuilder<unknown>>;
  * nothing more; the event's row holds its latest processing, the replays every earlier one. Replays
  * recorded before this migration keep no outcome.
  */
-export function eventProcessings(types: Types): Migration {
+export function eventProcessings(types: ColumnTypes): Migration {
   return {
     async up(db) {
       // One column per statement: SQLite's ALTER TABLE adds a single column at a time.

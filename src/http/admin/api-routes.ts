@@ -1,5 +1,5 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { mayChange, type Actor } from '../../admin/access.js';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { authorize, type Actor } from '../../admin/access.js';
 import { reasonOf, type BulkFilter } from '../../admin/actions.js';
 import type { AdminDashboard } from '../../admin/dashboard.js';
 import { decodeCursor, encodeCursor, listEvents, parseEventFilter } from '../../admin/event-list.js';
@@ -34,13 +34,6 @@ const stringProps = (...names: string[]) => ({ type: 'object', properties: Objec
 
 export function actorOf(request: FastifyRequest): Actor {
   return request.adminActor!;
-}
-
-/** Viewers read; changes need the operator role (403 otherwise). */
-export function requireOperator(request: FastifyRequest, reply: FastifyReply): boolean {
-  if (mayChange(actorOf(request))) return true;
-  void reply.code(403).send({ error: 'forbidden', message: 'this needs the operator role; a viewer may only read' });
-  return false;
 }
 
 export function bodyOf(request: FastifyRequest): Query {
@@ -84,7 +77,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     const id = rowId((request.params as { id: string }).id);
     const body = bodyOf(request);
     const dryRun = flag(body.dryRun, 'dryRun');
-    if (!dryRun && !requireOperator(request, reply)) return reply;
+    authorize(actorOf(request), dryRun ? 'replay_dry_run' : 'replay');
     const exists = await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst();
     if (!exists) return reply.code(404).send({ error: 'not_found', message: `no event with id ${id}` });
     return actions.replay(actorOf(request), id, dryRun, dryRun ? undefined : reasonOf(body.reason));
@@ -114,7 +107,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
   });
 
   app.post('/admin/api/outbox/:id/retry', tag('Send a failed or skipped outbox row again'), async (request, reply) => {
-    if (!requireOperator(request, reply)) return reply;
+    authorize(actorOf(request), 'outbox_retry');
     const id = rowId((request.params as { id: string }).id);
     const reason = reasonOf(bodyOf(request).reason);
     if (!(await outbox.find(id))) return reply.code(404).send({ error: 'not_found', message: `no outbox row ${id}` });
@@ -124,12 +117,13 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
   });
 
   app.post('/admin/api/bulk-replays/count', tag('How many events a bulk replay with this filter would replay'), async (request) => {
+    authorize(actorOf(request), 'bulk_replay_count');
     const ids = await actions.bulkIds(bulkFilterOf(bodyOf(request), clock.now()));
     return { count: ids.length };
   });
 
   app.post('/admin/api/bulk-replays', tag('Start a bulk replay (expectedCount: the count shown)'), async (request, reply) => {
-    if (!requireOperator(request, reply)) return reply;
+    authorize(actorOf(request), 'bulk_replay_start');
     const body = bodyOf(request);
     const expected = integer({ expectedCount: typeof body.expectedCount === 'number' ? String(body.expectedCount) : body.expectedCount }, 'expectedCount', {
       min: 0,
@@ -147,7 +141,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
   });
 
   app.post('/admin/api/bulk-replays/:id/cancel', tag('Stop a bulk replay after the event in hand, whichever process runs it'), async (request, reply) => {
-    if (!requireOperator(request, reply)) return reply;
+    authorize(actorOf(request), 'bulk_replay_cancel');
     return (await actions.cancel(actorOf(request), (request.params as { id: string }).id)) ?? reply.code(404).send({ error: 'not_found', message: 'no such bulk replay' });
   });
 

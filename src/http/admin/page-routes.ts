@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { authorize } from '../../admin/access.js';
 import type { AdminDashboard } from '../../admin/dashboard.js';
 import { listEvents, parseEventFilter } from '../../admin/event-list.js';
 import { eventView } from '../../admin/event-view.js';
@@ -19,11 +20,9 @@ const HTML = 'text/html; charset=utf-8';
 
 /** The server-rendered screens: forms post here, and every answer is a page (or a redirect to one). */
 export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret: string }> = async (app, { dashboard, secret }) => {
-  const { db, clock, access, actions, audit, outbox } = dashboard;
+  const { db, clock, access, actions, audit, outbox, sessions } = dashboard;
   const context = (request: FastifyRequest): pages.PageContext => ({ actor: actorOf(request), csrf: csrfOf(request, actorOf(request), secret) });
   const send = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type(HTML).send(page);
-  const forbidden = (request: FastifyRequest, reply: FastifyReply) =>
-    send(reply, pages.errorPage(context(request), 403, 'This needs the operator role; a viewer may only read.'), 403);
 
   app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
     const status = error.statusCode ?? 500;
@@ -36,12 +35,19 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.post('/admin/sign-in', async (request, reply) => {
     const origin = headerValue(request.headers, 'origin');
-    if (origin !== undefined && origin !== 'null' && origin !== `${request.protocol}://${request.host}`)
+    if (origin !== undefined && origin !== 'null' && origin !== `${request.protocol}://${request.host}`) {
+      request.log.warn({ clientAddress: request.ip, via: 'form', reason: 'foreign_origin' }, 'admin sign-in refused');
       return send(reply, pages.signInPage('Refused: sign in from this dashboard.'), 403);
+    }
     const token = bodyOf(request).token;
-    const actor = typeof token === 'string' ? access.byToken(token.trim()) : null;
+    const { actor, retryAfterSeconds } = await dashboard.signIn.attempt(typeof token === 'string' ? token.trim() : '', { address: request.ip, via: 'form', log: request.log });
+    if (retryAfterSeconds !== undefined) {
+      const minutes = Math.ceil(retryAfterSeconds / 60);
+      void reply.header('retry-after', String(retryAfterSeconds));
+      return send(reply, pages.signInPage(`Too many refused tokens from your address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429);
+    }
     if (!actor) return send(reply, pages.signInPage('That token is not one of ADMIN_TOKENS.'), 401);
-    void reply.setCookie(SESSION_COOKIE, access.sessionValue(actor, clock.now()), {
+    void reply.setCookie(SESSION_COOKIE, await sessions.start(actor.name), {
       signed: true,
       httpOnly: true,
       sameSite: 'strict',
@@ -52,7 +58,11 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     return reply.redirect('/admin', 303);
   });
 
-  app.post('/admin/sign-out', async (_request, reply) => reply.clearCookie(SESSION_COOKIE, { path: '/admin' }).redirect('/admin/sign-in', 303));
+  app.post('/admin/sign-out', async (request, reply) => {
+    // The row goes: the cookie is refused by every process from now on, wherever it was copied.
+    if (request.adminSessionId !== undefined) await sessions.end(request.adminSessionId);
+    return reply.clearCookie(SESSION_COOKIE, { path: '/admin' }).redirect('/admin/sign-in', 303);
+  });
 
   app.get('/admin', async (request, reply) => {
     const period = oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour';
@@ -81,7 +91,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     const id = rowId((request.params as { id: string }).id);
     const body = bodyOf(request);
     const dryRun = flag(body.dryRun, 'dryRun');
-    if (!dryRun && actorOf(request).role !== 'operator') return forbidden(request, reply);
+    authorize(actorOf(request), dryRun ? 'replay_dry_run' : 'replay');
     if (!(await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst()))
       return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
     if (dryRun) return showEvent(request, reply, id, await actions.replay(actorOf(request), id, true, undefined), null);
@@ -108,14 +118,14 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   const bulkFields = (body: Query) => Object.fromEntries(['status', 'provider', 'type', 'from', 'to'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']));
 
   app.post('/admin/bulk-replay/count', async (request, reply) => {
-    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    authorize(actorOf(request), 'bulk_replay_count');
     const fields = bulkFields(bodyOf(request));
     const ids = await actions.bulkIds(bulkFilterOf(fields, clock.now()));
     return send(reply, pages.bulkConfirmPage(context(request), fields, ids.length));
   });
 
   app.post('/admin/bulk-replay', async (request, reply) => {
-    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    authorize(actorOf(request), 'bulk_replay_start');
     const body = bodyOf(request);
     const expected = Number(text(body, 'expectedCount', 12));
     const job = await actions.startBulkReplay(actorOf(request), bulkFilterOf(bulkFields(body), clock.now()), reasonOf(body.reason), expected);
@@ -128,7 +138,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.post('/admin/bulk-replay/:id/cancel', async (request, reply) => {
-    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    authorize(actorOf(request), 'bulk_replay_cancel');
     const id = (request.params as { id: string }).id;
     await actions.cancel(actorOf(request), id);
     return reply.redirect(`/admin/bulk-replay/${encodeURIComponent(id)}`, 303);
@@ -141,7 +151,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.post('/admin/outbox/:id/retry', async (request, reply) => {
-    if (actorOf(request).role !== 'operator') return forbidden(request, reply);
+    authorize(actorOf(request), 'outbox_retry');
     const id = rowId((request.params as { id: string }).id);
     const reset = await actions.retryOutbox(actorOf(request), id, reasonOf(bodyOf(request).reason));
     const message = reset === 1 ? `Outbox row ${id} is due again.` : `Outbox row ${id} was not failed or skipped; nothing changed.`;

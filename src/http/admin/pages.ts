@@ -1,4 +1,4 @@
-import type { Actor } from '../../admin/access.js';
+import { may, type Actor } from '../../admin/access.js';
 import type { BulkReplayJob } from '../../admin/bulk-replays.js';
 import type { AdminAction } from '../../admin/audit.js';
 import { eventListItem, type EventListFilter, type EventPage } from '../../admin/event-list.js';
@@ -220,7 +220,7 @@ function facts(entries: Array<[string, SafeHtml | string | number | null]>): Saf
 }
 
 export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml {
-  const operator = context.actor.role === 'operator';
+  const operator = may(context.actor, 'outbox_retry');
   return table(
     [
       ['Id', (row) => row.id],
@@ -246,7 +246,7 @@ export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml
 }
 
 export function eventPage(context: PageContext, view: EventView, dryRun: ReplayItem | null, message: string | null): string {
-  const operator = context.actor.role === 'operator';
+  const operator = may(context.actor, 'replay');
   const replayForms = !operator
     ? html`<p>Replaying needs the operator role.</p>`
     : dryRun
@@ -351,7 +351,7 @@ export function paymentPage(context: PageContext, detail: PaymentDetail): string
 }
 
 export function problemsPage(context: PageContext, report: StuckReport, bulkJobs: BulkReplayJob[]): string {
-  const operator = context.actor.role === 'operator';
+  const counts = may(context.actor, 'bulk_replay_count');
   return document(
     'Failed & stuck',
     html`<h1>Failed &amp; stuck</h1>
@@ -360,7 +360,7 @@ export function problemsPage(context: PageContext, report: StuckReport, bulkJobs
         expired lease, ${report.counts.old_received} received and never processed; outbox ${report.outboxCounts.failed} failed, ${report.outboxCounts.overdue} overdue.
       </p>
       ${
-        operator
+        counts
           ? html`<h2>Bulk replay</h2>
               <form class="filters" method="post" action="/admin/bulk-replay/count">
                 ${csrfField(context)}
@@ -424,8 +424,8 @@ export function bulkConfirmPage(context: PageContext, fields: Record<string, str
           .join(', ')}).
       </p>
       ${
-        count === 0
-          ? html`<p><a href="/admin/problems">Back</a></p>`
+        count === 0 || !may(context.actor, 'bulk_replay_start')
+          ? html`<p>${count === 0 ? '' : 'Starting it needs the operator role. '}<a href="/admin/problems">Back</a></p>`
           : html`<form method="post" action="/admin/bulk-replay" data-confirm="Replay ${count} events?">
               ${csrfField(context)}${Object.entries(fields).map(([k, v]) => html`<input type="hidden" name="${k}" value="${v}" />`)}<input
                 type="hidden"
@@ -467,7 +467,7 @@ export function bulkJobPage(context: PageContext, job: BulkReplayJob): string {
         ['Run by', html`<span class="mono">${job.runner}</span> (last heard from ${time(job.heartbeatAt)})`],
         ['Error', job.error],
       ])}${
-        running || job.state === 'interrupted'
+        (running || job.state === 'interrupted') && may(context.actor, 'bulk_replay_cancel')
           ? html`<form method="post" action="${path`/admin/bulk-replay/${job.id}/cancel`}">${csrfField(context)}<button type="submit" id="bulk-cancel">Cancel</button></form>`
           : ''
       }`,

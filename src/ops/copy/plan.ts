@@ -4,9 +4,19 @@ import { OperationError } from '../errors.js';
 
 /**
  * Tables that describe a database, or the processes running on it, rather than the installation:
- * never copied (a lock or a claimed tick of the source's processes means nothing to the target's).
+ * never copied (a lock or a claimed tick of the source's processes means nothing to the target's; a
+ * dashboard user signs in again on the target).
  */
-const BOOKKEEPING = new Set(['schema_migrations', 'schema_migrations_lock', 'copy_progress', 'operation_locks', 'scheduled_runs', 'firing_alerts']);
+const BOOKKEEPING = new Set([
+  'schema_migrations',
+  'schema_migrations_lock',
+  'copy_progress',
+  'operation_locks',
+  'scheduled_runs',
+  'firing_alerts',
+  'admin_sessions',
+  'admin_sign_in_failures',
+]);
 /**
  * The order tables are copied in: events first, then what refers to them by row id. No table has a
  * foreign key (the store keeps references by id, checked by its own code), so the order only makes a

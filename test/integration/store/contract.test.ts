@@ -66,6 +66,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0026_record_event_procedure',
       '0027_record_events_procedure',
       '0028_event_processings',
+      '0029_admin_sessions',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

@@ -60,6 +60,7 @@ for (const backend of STORE_BACKENDS) {
         '0026_record_event_procedure',
         '0027_record_events_procedure',
         '0028_event_processings',
+        '0029_admin_sessions',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);

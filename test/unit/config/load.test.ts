@@ -232,6 +232,8 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { ADMIN_TOKENS: 'alice:root:0123456789abcdef0123456789abcdef' }, variable: 'ADMIN_TOKENS' },
     { env: { ADMIN_AUTH: 'sso' }, variable: 'ADMIN_AUTH' },
     { env: { ADMIN_SESSION_TTL: 'forever' }, variable: 'ADMIN_SESSION_TTL' },
+    { env: { ADMIN_SIGN_IN_FAILURES: '0' }, variable: 'ADMIN_SIGN_IN_FAILURES' },
+    { env: { ADMIN_SIGN_IN_WINDOW: 'a while' }, variable: 'ADMIN_SIGN_IN_WINDOW' },
     { env: { ADMIN_AUTH: 'proxy', TRUST_PROXY: '10.0.0.1', ADMIN_PROXY_ROLES: '*:viewer' }, variable: 'ADMIN_PROXY_HEADER' },
     { env: { ADMIN_AUTH: 'proxy', TRUST_PROXY: '10.0.0.1', ADMIN_PROXY_HEADER: 'X-Forwarded-Email', ADMIN_PROXY_ROLES: 'alice:admin' }, variable: 'ADMIN_PROXY_ROLES' },
   ]) {
