@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
 import { recordsBatchesByProcedure } from './mysql/server-version.js';
 import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
+import { paymentListIndexes } from './migrations/0030_payment_list_indexes.js';
 
 /** The column types that differ between SQL dialects; each store backend supplies its own. */
 export interface ColumnTypes {
@@ -592,6 +593,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
           end record_events`.execute(db);
       },
     },
+    '0030_payment_list_indexes': paymentListIndexes(types),
   };
 
   /**

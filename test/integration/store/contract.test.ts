@@ -65,6 +65,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0025_whole_payload_check',
       '0026_record_event_procedure',
       '0027_record_events_procedure',
+      '0030_payment_list_indexes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

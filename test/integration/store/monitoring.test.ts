@@ -59,6 +59,7 @@ for (const backend of STORE_BACKENDS) {
         '0025_whole_payload_check',
         '0026_record_event_procedure',
         '0027_record_events_procedure',
+        '0030_payment_list_indexes',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
