@@ -6,6 +6,7 @@ import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
 import { eventListItem, isoTime, type EventListItem } from './event-list.js';
+import { paymentView, type PaymentView } from './payment-view.js';
 
 /** Stored headers that prove authenticity: kept for re-verification, never shown. */
 const SIGNATURE_HEADER = /signature|^authorization$|hash/i;
@@ -52,7 +53,7 @@ export interface EventView extends EventListItem {
   /** Received, each attempt, processed, each replay: in time order. */
   timeline: TimelineEntry[];
   replays: Array<{ actor: string; reason: string; requestedAt: string; previousStatus: string; result: string | null; finishedAt: string | null }>;
-  payment: PaymentDetail['payment'];
+  payment: PaymentView | null;
   outbox: PaymentDetail['outbox'];
   actions: AdminAction[];
 }
@@ -126,7 +127,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       result: r.result,
       finishedAt: iso(r.finished_at),
     })),
-    payment: payment?.payment ?? null,
+    payment: payment?.payment ? paymentView(payment.payment) : null,
     outbox: payment?.outbox ?? [],
     actions,
   };
