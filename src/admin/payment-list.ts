@@ -7,6 +7,11 @@ import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, MAX_PAGE_SIZE } from './
 import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
 import { paymentListItem, type PaymentListItem } from './payment-view.js';
 
+const DAY_MS = 24 * 3600_000;
+/** `q` reads the metadata of the payments in its window, so that window is bounded (docs/operations.md has its cost). */
+export const SEARCH_WINDOW_DEFAULT_MS = 30 * DAY_MS;
+export const SEARCH_WINDOW_MAX_MS = 90 * DAY_MS;
+
 export interface PaymentListFilter {
   provider?: string;
   status?: PaymentState;
@@ -18,7 +23,7 @@ export interface PaymentListFilter {
   email?: string;
   /** A metadata key and its value, each exactly. */
   metadata?: { key: string; value: string };
-  /** Exactly the payment's e-mail or one of its metadata values. */
+  /** Exactly the payment's e-mail or one of its metadata values (the API's `q`: within [from, to) only). */
   q?: string;
   limit: number;
   /** Where the previous page ended: the last row's updated time and id. */
@@ -31,8 +36,11 @@ export interface PaymentPage {
   nextCursor: string | null;
 }
 
-/** Reads and checks the list's query parameters (the API's and the page's); each bad one is a 400 naming it. */
-export function parsePaymentFilter(query: Query): PaymentListFilter {
+/**
+ * Reads and checks the list's query parameters (the API's and the page's); each bad one is a 400
+ * naming it. `now` ends the search window of `q` when `to` does not.
+ */
+export function parsePaymentFilter(query: Query, now: Date): PaymentListFilter {
   const cursor = text(query, 'cursor', 300);
   const filter: PaymentListFilter = {
     provider: oneOf(query, 'provider', PROVIDER_NAMES),
@@ -44,6 +52,11 @@ export function parsePaymentFilter(query: Query): PaymentListFilter {
     after: cursor === undefined ? undefined : decodeCursor(cursor),
   };
   if (filter.from && filter.to && filter.from >= filter.to) throw new AdminInputError('to', 'must be later than from');
+  if (filter.q !== undefined) {
+    filter.to ??= now;
+    filter.from ??= new Date(filter.to.getTime() - SEARCH_WINDOW_DEFAULT_MS);
+    if (filter.to.getTime() - filter.from.getTime() > SEARCH_WINDOW_MAX_MS) throw new AdminInputError('q', 'searches payments updated within at most 90 days: narrow from and to');
+  }
   return filter;
 }
 
@@ -63,8 +76,8 @@ const entryTexts = (key: string, value: string) => ['{', ','].flatMap((start) =>
 /**
  * One page of payments, newest first by keyset on (updated_at, id): each page starts where the last
  * ended, so a deep page costs what the first does (an index per filter, migration 0030). A payment
- * that an event changes meanwhile moves to the top of the list. The metadata filters read the
- * metadata of the payments the other filters leave, in list order, until a page is full.
+ * that an event changes meanwhile moves to the top of the list. `q` and `metadata` read the metadata
+ * of the payments the other filters leave, in list order, until a page is full.
  */
 export async function listPayments(db: Kysely<InboxDatabase>, filter: PaymentListFilter): Promise<PaymentPage> {
   let query = db.selectFrom('payments').select(['id', 'provider', 'payment_id', 'status', 'amount', 'currency', 'updated_at']);

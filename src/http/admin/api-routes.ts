@@ -94,10 +94,10 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
 
   app.get(
     '/admin/api/payments',
-    tag('Payments, newest first by last update, by keyset; q: exactly the e-mail or a metadata value', {
+    tag('Payments, newest first by last update, by keyset; q: exactly the e-mail or a metadata value, within from and to (default the last 30 days, at most 90)', {
       querystring: stringProps('provider', 'status', 'from', 'to', 'q', 'limit', 'cursor'),
     }),
-    async (request) => listPayments(db, parsePaymentFilter(request.query as Query)),
+    async (request) => listPayments(db, parsePaymentFilter(request.query as Query, clock.now())),
   );
 
   app.get('/admin/api/payments/:provider/:paymentId', tag('One payment: its events in order, state, order, enrollments, outbox'), async (request, reply) => {

@@ -95,7 +95,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.get('/admin/payments', async (request, reply) => {
     const query = request.query as Record<string, string>;
-    const filter = parsePaymentFilter(query);
+    const filter = parsePaymentFilter(query, clock.now());
     const { cursor: _cursor, ...shown } = query;
     return send(reply, paymentsPage(context(request), shown, filter, await listPayments(db, filter)));
   });

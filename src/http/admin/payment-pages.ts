@@ -34,7 +34,8 @@ export function paymentsPage(context: PageContext, query: Record<string, string>
           </select></label
         >
         <label>Updated from (UTC)<input name="from" value="${query.from ?? ''}" /></label><label>to<input name="to" value="${query.to ?? ''}" /></label
-        ><label>E-mail or metadata value (exactly)<input name="q" value="${query.q ?? ''}" /></label> <button type="submit">Filter</button> <a href="/admin/payments">clear</a>
+        ><label>E-mail or metadata value (exact; the last 30 days unless from/to say)<input name="q" value="${query.q ?? ''}" /></label> <button type="submit">Filter</button>
+        <a href="/admin/payments">clear</a>
       </form>
       ${table(
         [
