@@ -9,8 +9,8 @@ import { paymentListItem, type PaymentListItem } from './payment-view.js';
 
 const DAY_MS = 24 * 3600_000;
 /** `q` reads the metadata of the payments in its window, so that window is bounded (docs/operations.md has its cost). */
-export const SEARCH_WINDOW_DEFAULT_MS = 30 * DAY_MS;
-export const SEARCH_WINDOW_MAX_MS = 90 * DAY_MS;
+const SEARCH_WINDOW_DEFAULT_MS = 30 * DAY_MS;
+const SEARCH_WINDOW_MAX_MS = 90 * DAY_MS;
 
 export interface PaymentListFilter {
   provider?: string;
@@ -55,7 +55,8 @@ export function parsePaymentFilter(query: Query, now: Date): PaymentListFilter {
   if (filter.q !== undefined) {
     filter.to ??= now;
     filter.from ??= new Date(filter.to.getTime() - SEARCH_WINDOW_DEFAULT_MS);
-    if (filter.to.getTime() - filter.from.getTime() > SEARCH_WINDOW_MAX_MS) throw new AdminInputError('q', 'searches payments updated within at most 90 days: narrow from and to');
+    if (filter.to.getTime() - filter.from.getTime() > SEARCH_WINDOW_MAX_MS)
+      throw new AdminInputError('q', `searches payments updated within at most ${SEARCH_WINDOW_MAX_MS / DAY_MS} days: narrow from and to`);
   }
   return filter;
 }
