@@ -8,6 +8,7 @@ import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
 import { eventListItem, isoTime, type EventListItem } from './event-list.js';
+import { paymentView, type PaymentView } from './payment-view.js';
 
 export interface TimelineEntry {
   at: string;
@@ -64,7 +65,7 @@ export interface EventView extends EventListItem {
   /** Received, each attempt, each processing, each replay: in time order. */
   timeline: TimelineEntry[];
   replays: Array<{ actor: string; reason: string; requestedAt: string; previousStatus: string; result: string | null; finishedAt: string | null }>;
-  payment: PaymentDetail['payment'];
+  payment: PaymentView | null;
   outbox: PaymentDetail['outbox'];
   actions: AdminAction[];
 }
@@ -140,7 +141,7 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
       result: r.result,
       finishedAt: iso(r.finished_at),
     })),
-    payment: payment?.payment ?? null,
+    payment: payment?.payment ? paymentView(payment.payment) : null,
     outbox: payment?.outbox ?? [],
     actions,
   };

@@ -92,7 +92,7 @@ function metadataText(metadata: PaymentMetadata): string | null {
 }
 
 /** Reads stored metadata; text that is not a JSON object (written by hand, say) reads as none. */
-function storedMetadata(text: string | null): PaymentMetadata {
+export function storedMetadata(text: string | null): PaymentMetadata {
   if (text === null) return {};
   try {
     return metadataOf(JSON.parse(text));

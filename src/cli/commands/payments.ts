@@ -1,13 +1,66 @@
-import { Argument, type Command } from 'commander';
+import { Argument, InvalidArgumentError, type Command } from 'commander';
+import { listPayments } from '../../admin/payment-list.js';
+import { paymentDetailView, type PaymentListItem } from '../../admin/payment-view.js';
 import { paymentDetail } from '../../ops/payment-detail.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
-import { configOrExit, withInbox } from '../context.js';
-import { printFields, printJson, printTable } from '../output.js';
+import { PAYMENT_STATE_ORDER, type PaymentState } from '../../model/payment-event.js';
+import { choiceOption, configOrExit, withInbox } from '../context.js';
+import { listingOptions, type ListingFlags } from '../filters.js';
+import { printFields, printJson, printTable, type Column } from '../output.js';
 import { EVENT_COLUMNS } from './events.js';
 import { OUTBOX_COLUMNS } from './outbox.js';
 
+const PAYMENT_COLUMNS: Array<Column<PaymentListItem>> = [
+  ['provider', (p) => p.provider],
+  ['payment', (p) => p.paymentId],
+  ['status', (p) => p.status],
+  ['amount (minor units)', (p) => p.amount],
+  ['currency', (p) => p.currency],
+  ['updated (UTC)', (p) => new Date(p.updatedAt)],
+];
+
+/** `--metadata KEY=VALUE`: split at the first `=`, so a value may hold one. */
+function metadataOption(text: string): { key: string; value: string } {
+  const split = text.indexOf('=');
+  if (split < 1) throw new InvalidArgumentError('expected KEY=VALUE, e.g. order_id=1234');
+  return { key: text.slice(0, split), value: text.slice(split + 1) };
+}
+
+interface PaymentListFlags extends Omit<ListingFlags, 'payment'> {
+  state?: PaymentState;
+  email?: string;
+  metadata?: { key: string; value: string };
+}
+
 export function registerPaymentsCommands(program: Command): void {
   const payments = program.command('payments').description('look at payments: state, events, order, enrollment, side effects');
+
+  listingOptions(payments.command('list').description('list payments, newest first by their last change, filtered by provider, state, time updated, e-mail or a metadata value'), {
+    rows: 'payments',
+    written: 'updated',
+    limit: 50,
+    byPayment: false,
+  })
+    .option('--state <state>', PAYMENT_STATE_ORDER.join(', '), choiceOption(PAYMENT_STATE_ORDER))
+    .option('--email <address>', "the payment's e-mail, exactly as the provider sent it")
+    .option('--metadata <key=value>', 'a metadata entry, key and value exactly (Stripe metadata, Razorpay notes, PayU udf1-udf5)', metadataOption)
+    .action(async (options: PaymentListFlags) => {
+      const filter = {
+        provider: options.provider,
+        status: options.state,
+        from: options.since,
+        to: options.until,
+        email: options.email,
+        metadata: options.metadata,
+        limit: options.limit,
+      };
+      const page = await withInbox(configOrExit().config, (inbox) => listPayments(inbox.store.db, filter));
+      const more = page.nextCursor !== null;
+      if (options.json) return printJson({ payments: page.payments, more });
+      if (page.payments.length === 0) return console.log('no payments match');
+      printTable(page.payments, PAYMENT_COLUMNS);
+      if (more) console.log(`... more payments match; raise --limit or narrow the filter`);
+    });
 
   payments
     .command('show')
@@ -18,7 +71,7 @@ export function registerPaymentsCommands(program: Command): void {
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
       const { config } = configOrExit();
       const detail = await withInbox(config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
-      if (options.json) return printJson(detail);
+      if (options.json) return printJson(paymentDetailView(detail));
       const { payment, order } = detail;
       printFields({
         payment: `${provider} ${paymentId}`,

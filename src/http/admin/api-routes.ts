@@ -6,6 +6,8 @@ import { decodeCursor, encodeCursor, listEvents, parseEventFilter } from '../../
 import { eventView } from '../../admin/event-view.js';
 import { AdminInputError, integer, oneOf, rowId, text, type Query } from '../../admin/input.js';
 import { overview, recentRejections } from '../../admin/overview.js';
+import { listPayments, parsePaymentFilter } from '../../admin/payment-list.js';
+import { paymentDetailView } from '../../admin/payment-view.js';
 import { toDbTime, type OutboxStatus } from '../../db/schema.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
@@ -83,12 +85,20 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     return actions.replay(actorOf(request), id, dryRun, dryRun ? undefined : reasonOf(body.reason));
   });
 
+  app.get(
+    '/admin/api/payments',
+    tag('Payments, newest first by last update, by keyset; q: exactly the e-mail or a metadata value, within from and to (default the last 30 days, at most 90)', {
+      querystring: stringProps('provider', 'status', 'from', 'to', 'q', 'limit', 'cursor'),
+    }),
+    async (request) => listPayments(db, parsePaymentFilter(request.query as Query, clock.now())),
+  );
+
   app.get('/admin/api/payments/:provider/:paymentId', tag('One payment: its events in order, state, order, enrollments, outbox'), async (request, reply) => {
     const params = request.params as { provider: string; paymentId: string };
     const provider = oneOf(params, 'provider', PROVIDER_NAMES)!;
     const paymentId = text(params, 'paymentId')!;
     try {
-      return await paymentDetail(db, clock, provider, paymentId, dashboard.coursePlatform);
+      return paymentDetailView(await paymentDetail(db, clock, provider, paymentId, dashboard.coursePlatform));
     } catch (error) {
       if (error instanceof OperationError) return reply.code(404).send({ error: 'not_found', message: error.message });
       throw error;

@@ -5,6 +5,8 @@ import { listEvents, parseEventFilter } from '../../admin/event-list.js';
 import { eventView } from '../../admin/event-view.js';
 import { oneOf, rowId, text, type Query } from '../../admin/input.js';
 import { overview, recentRejections } from '../../admin/overview.js';
+import { listPayments, parsePaymentFilter } from '../../admin/payment-list.js';
+import { paymentDetailView } from '../../admin/payment-view.js';
 import { InboxError } from '../../errors.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
@@ -15,6 +17,7 @@ import { csrfOf, SESSION_COOKIE } from './session.js';
 import { actorOf, BULK_JOBS_SHOWN, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES, reconcileRunPage } from './api-routes.js';
 import { reasonOf } from '../../admin/actions.js';
 import * as pages from './pages.js';
+import { paymentPage, paymentsPage } from './payment-pages.js';
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -100,11 +103,18 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     return reply.redirect(`/admin/events/${id}?${new URLSearchParams({ message }).toString()}`, 303);
   });
 
+  app.get('/admin/payments', async (request, reply) => {
+    const query = request.query as Record<string, string>;
+    const filter = parsePaymentFilter(query, clock.now());
+    const { cursor: _cursor, ...shown } = query;
+    return send(reply, paymentsPage(context(request), shown, filter, await listPayments(db, filter)));
+  });
+
   app.get('/admin/payments/:provider/:paymentId', async (request, reply) => {
     const params = request.params as Query;
     try {
       const detail = await paymentDetail(db, clock, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!, dashboard.coursePlatform);
-      return send(reply, pages.paymentPage(context(request), detail));
+      return send(reply, paymentPage(context(request), paymentDetailView(detail)));
     } catch (error) {
       if (error instanceof OperationError) return send(reply, pages.errorPage(context(request), 404, error.message), 404);
       throw error;

@@ -1,17 +1,17 @@
 import { may, type Actor } from '../../admin/access.js';
 import type { BulkReplayJob } from '../../admin/bulk-replays.js';
 import type { AdminAction } from '../../admin/audit.js';
-import { eventListItem, type EventListFilter, type EventPage } from '../../admin/event-list.js';
+import type { EventListFilter, EventPage } from '../../admin/event-list.js';
 import type { EventView } from '../../admin/event-view.js';
 import type { ReconcileRun } from '../../ops/reconcile/runs.js';
 import type { Overview } from '../../admin/overview.js';
 import type { OutboxEntry } from '../../outbox/outbox-store.js';
-import type { PaymentDetail } from '../../ops/payment-detail.js';
 import type { ReplayItem } from '../../ops/replay.js';
-import type { StuckReport } from '../../ops/stuck.js';
+import { STUCK_KIND_LABELS, type StuckReport } from '../../ops/stuck.js';
 import { capped, EVENT_ATTEMPT_ERROR_MAX } from '../../store/complete.js';
 import { lineChart } from './charts.js';
-import { html, path, table, type Column, type SafeHtml } from './html.js';
+import { html, path, table, type SafeHtml } from './html.js';
+import { ADMIN_ACTION_WORDS, DELIVERY_RESULT_WORDS, filterInWords, inWords, OUTBOX_KIND_WORDS, REPLAY_RESULT_WORDS } from './words.js';
 
 /** What every signed-in page knows: who is looking, and the token its forms carry. */
 export interface PageContext {
@@ -33,8 +33,8 @@ export function document(title: string, body: SafeHtml, context: PageContext | n
     ? html`<header>
         <span class="brand">webhook-inbox</span>
         <nav>
-          <a href="/admin">Overview</a><a href="/admin/events">Events</a><a href="/admin/problems">Failed &amp; stuck</a><a href="/admin/outbox">Outbox</a
-          ><a href="/admin/rejections">Rejected</a><a href="/admin/reconcile">Reconcile</a><a href="/admin/audit">Audit</a>
+          <a href="/admin">Overview</a><a href="/admin/events">Events</a><a href="/admin/payments">Payments</a><a href="/admin/problems">Failed &amp; stuck</a
+          ><a href="/admin/outbox">Outbox</a><a href="/admin/rejections">Rejected</a><a href="/admin/reconcile">Reconcile</a><a href="/admin/audit">Audit</a>
         </nav>
         <span class="who"
           >${context.actor.name}
@@ -60,8 +60,8 @@ export function document(title: string, body: SafeHtml, context: PageContext | n
 }
 
 const csrfField = (context: PageContext) => html`<input type="hidden" name="_csrf" value="${context.csrf}" />`;
-const time = (value: string | Date | null | undefined) => (value ? (value instanceof Date ? value.toISOString() : value).replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '');
-const statusCell = (status: string) => html`<span class="status-${status}">${status}</span>`;
+export const time = (value: string | Date | null | undefined) => (value ? (value instanceof Date ? value.toISOString() : value).replace('T', ' ').replace(/\.\d+Z$|Z$/, '') : '');
+export const statusCell = (status: string) => html`<span class="status-${status}">${status}</span>`;
 
 export function signInPage(error: string | null): string {
   return document(
@@ -95,7 +95,7 @@ export function overviewPage(context: PageContext, overview: Overview): string {
     'per minute',
     labels,
     (results.length > 0 ? results : ['accepted']).map((result) => ({
-      name: result,
+      name: inWords(DELIVERY_RESULT_WORDS, result),
       colour: RESULT_COLOURS[result] ?? '#888888',
       values: overview.buckets.map((b) => (b.deliveries[result] ?? 0) / perMinute),
     })),
@@ -163,7 +163,7 @@ export function rejectionsPage(context: PageContext, rows: Overview['recentRejec
   );
 }
 
-function option(value: string, selected: string | undefined, label = value): SafeHtml {
+export function option(value: string, selected: string | undefined, label = value): SafeHtml {
   return html`<option value="${value}" ${selected === value ? html`selected` : ''}>${label}</option>`;
 }
 
@@ -209,7 +209,7 @@ export function eventsPage(context: PageContext, query: Record<string, string>, 
   );
 }
 
-function facts(entries: Array<[string, SafeHtml | string | number | null]>): SafeHtml {
+export function facts(entries: Array<[string, SafeHtml | string | number | null]>): SafeHtml {
   return html`<dl class="facts">
     ${entries.map(
       ([label, value]) =>
@@ -224,7 +224,7 @@ export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml
   return table(
     [
       ['Id', (row) => row.id],
-      ['Kind', (row) => row.kind],
+      ['Kind', (row) => inWords(OUTBOX_KIND_WORDS, row.kind)],
       ['Key', (row) => row.idempotencyKey, 'mono'],
       ['Status', (row) => statusCell(row.status)],
       ['Attempts', (row) => row.attempts],
@@ -251,7 +251,10 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
     ? html`<p>Replaying needs the operator role.</p>`
     : dryRun
       ? html`<div class="notice">
-          <p>Dry run: replaying would cause <strong class="mono">${dryRun.transition ?? ''}</strong> (${dryRun.result}${dryRun.detail ? html`: ${dryRun.detail}` : ''}).</p>
+          <p>
+            Dry run: replaying would cause
+            <strong class="mono">${dryRun.transition ?? ''}</strong> (${REPLAY_RESULT_WORDS[dryRun.result]}${dryRun.detail ? html`: ${dryRun.detail}` : ''}).
+          </p>
           <form method="post" action="${path`/admin/events/${view.id}/replay`}" data-confirm="Replay this event now?">
             ${csrfField(context)}<input type="hidden" name="dryRun" value="false" /><label>Reason <input name="reason" required size="50" /></label>
             <button type="submit" id="confirm-replay">Confirm replay</button>
@@ -298,8 +301,8 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
         view.payment
           ? facts([
               ['Status', view.payment.status],
-              ['Amount', view.payment.amount === null ? '' : `${view.payment.amount} ${view.payment.currency ?? ''}`],
-              ['Updated', time(view.payment.updated_at)],
+              ['Amount (minor units)', view.payment.amount === null ? '' : `${view.payment.amount} ${view.payment.currency ?? ''}`],
+              ['Updated', time(view.payment.updatedAt)],
             ])
           : html`<p>No payment state recorded.</p>`
       }
@@ -311,41 +314,6 @@ export function eventPage(context: PageContext, view: EventView, dryRun: ReplayI
       <pre id="payload-pretty">${view.payloadPretty ?? 'not JSON: see below'}</pre>
       <h2>Payload as received (secret fields hidden)</h2>
       <pre id="payload-raw">${view.payload}</pre>`,
-    context,
-  );
-}
-
-export function paymentPage(context: PageContext, detail: PaymentDetail): string {
-  const payment = detail.payment;
-  return document(
-    `Payment ${detail.paymentId}`,
-    html`<h1>Payment <span class="mono">${detail.paymentId}</span> (${detail.provider})</h1>
-      ${
-        payment
-          ? facts([
-              ['State', statusCell(payment.status)],
-              ['Amount', payment.amount === null ? '' : `${payment.amount} ${payment.currency ?? ''}`],
-              ['User', payment.user_id],
-              ['Course', payment.course_id],
-              ['Email', payment.email],
-              ['First seen', time(payment.created_at)],
-              ['Updated', time(payment.updated_at)],
-              ['Metadata', html`<span class="mono">${payment.metadata ?? ''}</span>`],
-            ])
-          : html`<p>No event of it has been processed yet.</p>`
-      }
-      <h2>Events in received order (the states it moved through)</h2>
-      ${eventsTable(detail.events.map(eventListItem))}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
-      <h2>Order</h2>
-      ${detail.order ? facts(Object.entries(detail.order).map(([k, v]) => [k, v === null ? null : String(v)])) : html`<p>None.</p>`}
-      <h2>Enrollments</h2>
-      ${table(
-        Object.keys(detail.enrollments[0] ?? {}).map((key): Column<Record<string, string | number | null>> => [key, (e) => e[key] ?? '', 'mono']),
-        detail.enrollments,
-        { empty: 'None.' },
-      )}
-      <h2>Outbox rows</h2>
-      ${outboxTable(context, detail.outbox)}`,
     context,
   );
 }
@@ -383,7 +351,7 @@ export function problemsPage(context: PageContext, report: StuckReport, bulkJobs
       ${table(
         [
           ['Id', (e) => html`<a href="${path`/admin/events/${e.id}`}">${e.id}</a>`],
-          ['Kind', (e) => e.kind],
+          ['Kind', (e) => STUCK_KIND_LABELS[e.kind]],
           ['Provider', (e) => e.provider],
           ['Event id', (e) => e.eventId, 'mono'],
           ['Type', (e) => e.eventType, 'mono'],
@@ -398,7 +366,7 @@ export function problemsPage(context: PageContext, report: StuckReport, bulkJobs
         [
           ['Id', (row) => row.id],
           ['State', (row) => row.state],
-          ['Kind', (row) => row.kind],
+          ['Kind', (row) => inWords(OUTBOX_KIND_WORDS, row.kind)],
           ['Key', (row) => row.idempotencyKey, 'mono'],
           ['Attempts', (row) => row.attempts],
           ['Last error', (row) => row.lastError ?? '', 'mono'],
@@ -416,13 +384,7 @@ export function bulkConfirmPage(context: PageContext, fields: Record<string, str
   return document(
     'Bulk replay',
     html`<h1>Bulk replay</h1>
-      <p class="notice">
-        This filter selects <strong id="bulk-total">${count}</strong> events
-        (${Object.entries(fields)
-          .filter(([, v]) => v !== '')
-          .map(([k, v]) => `${k}=${v}`)
-          .join(', ')}).
-      </p>
+      <p class="notice">This filter selects <strong id="bulk-total">${count}</strong> events (${filterInWords(fields)}).</p>
       ${
         count === 0 || !may(context.actor, 'bulk_replay_start')
           ? html`<p>${count === 0 ? '' : 'Starting it needs the operator role. '}<a href="/admin/problems">Back</a></p>`
@@ -463,7 +425,7 @@ export function bulkJobPage(context: PageContext, job: BulkReplayJob): string {
         ['Processed / failed / skipped', `${job.counts.processed} / ${job.counts.failed} / ${job.counts.skipped}`],
         ['By', job.actor],
         ['Reason', job.reason],
-        ['Filter', html`<span class="mono">${JSON.stringify(job.filter)}</span>`],
+        ['Filter', filterInWords(job.filter)],
         ['Run by', html`<span class="mono">${job.runner}</span> (last heard from ${time(job.heartbeatAt)})`],
         ['Error', job.error],
       ])}${
@@ -533,7 +495,7 @@ export function auditTable(actions: AdminAction[]): SafeHtml {
       ['At', (a) => time(a.at)],
       ['Actor', (a) => a.actor],
       ['Role', (a) => a.role],
-      ['Action', (a) => a.action],
+      ['Action', (a) => inWords(ADMIN_ACTION_WORDS, a.action)],
       ['Target', (a) => a.target],
       ['Reason', (a) => a.reason ?? ''],
       ['Result', (a) => a.result ?? '', 'mono'],

@@ -184,7 +184,7 @@ for (const backend of STORE_BACKENDS) {
       );
       const payment = (await get('/admin/api/payments/stripe/pi_api_paid_0')).json;
       assert.deepEqual(
-        (payment.events as Array<{ event_id: string }>).map((e) => e.event_id),
+        (payment.events as Array<{ eventId: string }>).map((e) => e.eventId),
         ['evt_api_paid_0'],
       );
     });

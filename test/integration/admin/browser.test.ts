@@ -78,13 +78,30 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
     await screenshot(page, 'hostile-payload');
   });
 
+  test('the payments list: from the navigation, filtered by state, each payment linked to its page', async () => {
+    await page.goto(`${service.url}/admin`);
+    await page.click('nav >> text=Payments');
+    await page.waitForURL(/\/admin\/payments$/);
+    assert.equal(await page.textContent('h1'), 'Payments');
+    await page.selectOption('select[name="status"]', 'captured');
+    await page.click('form.filters button[type="submit"]');
+    await page.waitForURL(/status=captured/);
+    const rows = page.locator('table.payments tbody tr');
+    assert.equal(await rows.count(), 4, 'the paid ones: the failing events made no payment');
+    await screenshot(page, 'payments');
+    await rows.first().locator('a').click();
+    await page.waitForURL(/\/admin\/payments\/stripe\/pi_br_paid_\d$/);
+    assert.match((await page.textContent('main')) ?? '', /captured/);
+    assert.deepEqual(dialogs, []);
+  });
+
   test('dry run, then replay a failed event; the audit row shows who and why', async () => {
     await page.goto(`${service.url}/admin/problems`);
     await screenshot(page, 'failed-and-stuck');
     await page.locator('table tbody tr a[href^="/admin/events/"]').first().click();
     await page.waitForURL(/\/admin\/events\/\d+$/);
     await page.click('#dry-run');
-    assert.match((await page.textContent('.notice')) ?? '', /Dry run: replaying would cause payment pi_br_failing_\d: new -> captured/);
+    assert.match((await page.textContent('.notice')) ?? '', /Dry run: replaying would cause\s+payment pi_br_failing_\d: new -> captured \(would be replayed\)/);
     await screenshot(page, 'replay-dry-run');
     await page.fill('input[name="reason"]', 'fulfilment restored (browser test)');
     await page.click('#confirm-replay');
@@ -182,7 +199,7 @@ describe('admin dashboard in a browser', { skip: 'skip' in browserOrSkip && brow
     assert.match((await page.textContent('p.notice')) ?? '', /Outbox row \d+ is due again/);
     await screenshot(page, 'outbox');
     await page.goto(`${service.url}/admin/audit`);
-    assert.match((await page.textContent('table.audit')) ?? '', /outbox_retry/);
+    assert.match((await page.textContent('table.audit')) ?? '', /outbox retry/);
     await screenshot(page, 'audit');
     await page.goto(`${service.url}/admin/rejections`);
     await screenshot(page, 'rejected-deliveries');

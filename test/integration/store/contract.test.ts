@@ -67,6 +67,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0027_record_events_procedure',
       '0028_event_processings',
       '0029_admin_sessions',
+      '0030_payment_list_indexes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });

@@ -61,6 +61,7 @@ for (const backend of STORE_BACKENDS) {
         '0027_record_events_procedure',
         '0028_event_processings',
         '0029_admin_sessions',
+        '0030_payment_list_indexes',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
