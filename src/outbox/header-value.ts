@@ -8,11 +8,12 @@ const KEPT = /^[A-Za-z0-9!#$&'*+.^_`|~:-]*$/;
 const KEPT_BYTES = new Set(Array.from({ length: 0x80 }, (_, byte) => byte).filter((byte) => KEPT.test(String.fromCharCode(byte))));
 
 /**
- * A header value for text that came from a provider (a payment id in an idempotency key): every byte of
- * its UTF-8 form outside the kept characters as `%XX`. Any string gives a valid header value, and the
- * same one every time; `decodeURIComponent` gives the text back (a lone UTF-16 surrogate, which no
- * stored id holds, as U+FFFD). Sent raw, a character outside
- * Latin-1, a control character or CR/LF makes every attempt fail before it leaves the process.
+ * A header value for text that came from a provider, such as an idempotency key that holds a payment
+ * id: every byte of its UTF-8 form other than a letter, a digit or one of ``!#$&'*+-.^_`|~:`` is
+ * written as `%XX`. Any string gives a valid header value, the same one every time, and a key of plain
+ * ids is left as it is; `decodeURIComponent` gives the text back (a lone UTF-16 surrogate, which no
+ * stored id holds, as U+FFFD). Sent raw, a character outside Latin-1, a control character or CR/LF
+ * makes every attempt fail before it leaves the process.
  */
 export function headerValueOf(text: string): string {
   if (KEPT.test(text)) return text;
