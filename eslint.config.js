@@ -36,4 +36,9 @@ export default tseslint.config(
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly' } } },
   // The bin is plain JavaScript run by Node.
   { files: ['bin/**/*.js'], languageOptions: { globals: { console: 'readonly', process: 'readonly' } } },
+  // So is the examples' JavaScript, with the Node globals it uses.
+  {
+    files: ['examples/**/*.mjs'],
+    languageOptions: { globals: { console: 'readonly', process: 'readonly', fetch: 'readonly', AbortSignal: 'readonly', setTimeout: 'readonly' } },
+  },
 );

@@ -29,6 +29,7 @@ export type { ForwardedEvent, PaymentForwardedEvent, WebhookForwardedEvent } fro
 export { OutboxDispatcher, type DispatchCounts } from './outbox/dispatcher.js';
 export { OutboxStore, type OutboxEntry, type OutboxMessage } from './outbox/outbox-store.js';
 export type { Delivered, OutboxTransport, OutboxTransports } from './outbox/transport.js';
+export { headerValueOf } from './outbox/header-value.js';
 export type { PaymentEvent, PaymentState, PaymentMetadata, CanonicalEvent, IgnoredEvent } from './model/payment-event.js';
 export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.js';
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { exampleEnvironment, noCourseTables, sendDuplicates, waitFor } from '../check-support.js';
+import { exampleEnvironment, noCourseTables, sendDuplicates, waitFor } from '../check-support.mjs';
 import { startExpressExample } from './server.js';
 import type { LicencesTable } from './licences.js';
 

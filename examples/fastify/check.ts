@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exampleEnvironment, noCourseTables, sendDuplicates, waitFor } from '../check-support.js';
+import { exampleEnvironment, noCourseTables, sendDuplicates, waitFor } from '../check-support.mjs';
 import { startFastifyExample } from './server.js';
 
 // The team's CRM: records each call's Idempotency-Key.

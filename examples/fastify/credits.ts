@@ -3,7 +3,7 @@
  * amount to the customer's ledger, in the team's own table, and tells the team's CRM through the
  * team's own outbox transport. No course platform.
  */
-import { definePaymentDomain, writeOutbox, type Generated, type InboxDatabase, type OutboxTransport } from 'webhook-inbox';
+import { definePaymentDomain, headerValueOf, writeOutbox, type Generated, type InboxDatabase, type OutboxTransport } from 'webhook-inbox';
 
 export interface CreditLedgerTable {
   id: Generated<number>;
@@ -19,14 +19,17 @@ export interface CreditsDatabase extends InboxDatabase {
   credit_ledger: CreditLedgerTable;
 }
 
-/** The CRM is told over HTTP, with the outbox key as its Idempotency-Key: a retry is one it has seen. */
+/**
+ * The CRM is told over HTTP, with the outbox key as its Idempotency-Key: a retry is one it has seen.
+ * The key holds the provider's payment id, any text, so the header carries it through headerValueOf.
+ */
 function crmTransport(url: string): OutboxTransport {
   return {
     timeoutMs: 5000,
     async deliver(message) {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': message.idempotencyKey },
+        headers: { 'content-type': 'application/json', 'idempotency-key': headerValueOf(message.idempotencyKey) },
         body: JSON.stringify(message.payload),
         signal: AbortSignal.timeout(5000),
       });

@@ -1,4 +1,5 @@
 import type { FulfilmentSettings } from '../config/settings.js';
+import { headerValueOf } from '../outbox/header-value.js';
 import { postDelivery } from '../outbox/http-post.js';
 import type { OutboxTransport } from '../outbox/transport.js';
 import { readPaymentEffect } from './payment-effect.js';
@@ -7,6 +8,8 @@ export type FulfilmentAction = 'fulfil' | 'cancel';
 
 /**
  * Fulfilment requests: POST JSON with an `Idempotency-Key` header that is the same on every attempt.
+ * The key holds the provider's payment id, so the header carries it percent-encoded (headerValueOf)
+ * and the body carries it as it is.
  * The answer decides as for every HTTP delivery (postDelivery): 2xx and 409 done, 408, 429, 5xx and
  * timeouts retried, anything else failed for good with the response recorded.
  */
@@ -17,7 +20,7 @@ export function httpFulfilment(settings: FulfilmentSettings, action: FulfilmentA
       const effect = readPaymentEffect(message.payload);
       return postDelivery({
         url: settings.url,
-        headers: { 'idempotency-key': message.idempotencyKey },
+        headers: { 'idempotency-key': headerValueOf(message.idempotencyKey) },
         body: JSON.stringify({ action, idempotencyKey: message.idempotencyKey, ...effect }),
         timeoutMs: settings.timeoutMs,
       });

@@ -136,6 +136,17 @@ export function readItems<Item, T>(items: Item[], read: (item: Item) => T, what:
   return { items: usable, problems };
 }
 
+/**
+ * An answer is trusted no further than its question: an item created outside the window asked for
+ * (`from` to `to`, Unix seconds) is refused as a problem of the page, not recorded. An API with a
+ * fault, or someone between it and us, could send any.
+ */
+export function createdWithin(what: string, created: unknown, window: { from: number; to: number }): void {
+  if (typeof created === 'number' && created >= window.from && created <= window.to) return;
+  const when = typeof created === 'number' && Math.abs(created) < 1e11 ? `at ${new Date(created * 1000).toISOString()}` : 'at no readable time';
+  throw new BadRequestError(`${what} was created ${when}, outside the window asked for: not recorded`);
+}
+
 /** Retry-After in seconds or as an HTTP date; an unreadable one waits like a 5xx. */
 export function retryAfterMs(header: string | null, now = Date.now()): number {
   if (header === null) return 0;

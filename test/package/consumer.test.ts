@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import semver from 'semver';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -14,6 +15,19 @@ interface Packed {
   size: number;
   unpackedSize: number;
   files: Array<{ path: string }>;
+}
+
+/** A package of `npm ls --all --json --long`, and what its package.json says. */
+interface InstalledTree {
+  /** None for an optional peer dependency that is not installed. */
+  path?: string;
+  dependencies?: Record<string, InstalledTree>;
+}
+
+interface InstalledPackage {
+  name: string;
+  version: string;
+  engines?: { node?: string };
 }
 
 /** Runs a command in `cwd` to its end; resolves with its output, rejects with it (and the exit code). */
@@ -41,6 +55,7 @@ describe('the packed package, installed into an empty project', () => {
   let work: string;
   let project: string;
   let packed: Packed;
+  let installOutput: string;
   const timings: Record<string, number> = {};
   const timed = async <T>(name: string, step: () => Promise<T>): Promise<T> => {
     const started = performance.now();
@@ -66,7 +81,7 @@ describe('the packed package, installed into an empty project', () => {
     // Install scripts off: the one dependency with a native part, better-sqlite3, would be compiled
     // again from source (no prebuilt binary is reachable here), minutes of work that tests npm, not
     // this package. Its addon, built by this repository's own install for the same Node, is copied in.
-    await timed('install', () =>
+    installOutput = await timed('install', () =>
       succeeds(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', path.join(work, packed.filename), ...own]),
     );
     await cp(path.join(ROOT, 'node_modules/better-sqlite3/build'), path.join(project, 'node_modules/better-sqlite3/build'), { recursive: true });
@@ -94,6 +109,28 @@ describe('the packed package, installed into an empty project', () => {
     }
     const stray = files.filter((file) => /^(src|test|bench|chaos|examples)\//.test(file) || (file.endsWith('.ts') && !file.endsWith('.d.ts')));
     assert.deepEqual(stray, []);
+  });
+
+  // A team's install reads our dependencies' ranges, never our overrides: what they resolve to must
+  // run on every Node that package.json's engines admit, the oldest as much as this one.
+  test("installing it warns of no dependency's engine (EBADENGINE), on this Node or the oldest it admits", async () => {
+    assert.doesNotMatch(installOutput, /EBADENGINE|Unsupported engine/i, installOutput);
+
+    const { engines } = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+    const oldest = semver.minVersion(engines.node)!.version;
+    const { stdout } = await run('npm', ['ls', '--all', '--json', '--long'], { cwd: project, maxBuffer: 64 * 1024 * 1024 });
+    const ours = (JSON.parse(stdout) as { dependencies: Record<string, InstalledTree> }).dependencies['webhook-inbox']!;
+    const refusing: string[] = [];
+    const visit = async (tree: InstalledTree) => {
+      for (const dependency of Object.values(tree.dependencies ?? {})) {
+        if (dependency.path === undefined) continue;
+        const { name, version, engines: wanted } = JSON.parse(await readFile(path.join(dependency.path, 'package.json'), 'utf8')) as InstalledPackage;
+        if (wanted?.node !== undefined && !semver.satisfies(oldest, wanted.node)) refusing.push(`${name}@${version} requires node ${wanted.node}`);
+        await visit(dependency);
+      }
+    };
+    await visit(ours);
+    assert.deepEqual(refusing, [], `Node ${oldest} (package.json engines ${engines.node})`);
   });
 
   test('npx webhook-inbox --help runs the compiled CLI with plain node', async () => {
@@ -136,5 +173,10 @@ describe('the packed package, installed into an empty project', () => {
   test("the fastify example: the team's handler, table, migration and transport; one effect for a duplicated, concurrent delivery", async () => {
     const output = await timed('fastify example', () => succeeds(project, process.execPath, ['dist/fastify/check.js']));
     assert.match(output, /fastify example: one ledger entry and one CRM call/);
+  });
+
+  test('the plain JavaScript example runs as it is, with no build step: its domain, migration and transport; one effect for a duplicated, concurrent delivery', async () => {
+    const output = await timed('plain JavaScript example', () => succeeds(project, process.execPath, ['plain-js/check.mjs']));
+    assert.match(output, /plain JavaScript example: one membership and one door-access call/);
   });
 });

@@ -54,6 +54,13 @@ export class FakeProviderApis {
   readonly razorpayRefunds: RazorpayApiRefund[] = [];
   /** PayU transactions by txnid, as verify_payment details them. */
   readonly payuTransactions = new Map<string, Record<string, string>>();
+  /**
+   * Items answered whatever the query asks, as an API with a fault (or someone between it and the
+   * inbox) might: added to the first page of their listing, past its filters on type and time.
+   */
+  readonly unasked = { stripeEvents: [] as StripeApiEvent[], razorpayPayments: [] as RazorpayApiPayment[], razorpayRefunds: [] as RazorpayApiRefund[] };
+  /** What `GET /v1/payments/:id` answers for an id, in place of the payment asked for. */
+  readonly razorpayImpostors = new Map<string, RazorpayApiPayment>();
   /** Faults by path prefix ('/v1/events', '/v1/payments', '/merchant'), each used once. */
   readonly faults: Array<{ path: string; fault: Fault }> = [];
   /**
@@ -154,10 +161,16 @@ export class FakeProviderApis {
       if (request.headers.authorization !== expected) return send(401, { error: { code: 'BAD_REQUEST_ERROR', description: 'The api key provided is invalid' } });
       const one = /^\/v1\/payments\/([^/]+)$/.exec(url.pathname);
       if (one) {
-        const payment = this.razorpayPayments.find((p) => p.id === decodeURIComponent(one[1]!));
+        const id = decodeURIComponent(one[1]!);
+        const payment = this.razorpayImpostors.get(id) ?? this.razorpayPayments.find((p) => p.id === id);
         return payment ? send(200, payment) : send(400, { error: { code: 'BAD_REQUEST_ERROR', description: 'The id provided does not exist' } });
       }
-      return send(200, url.pathname === '/v1/refunds' ? collection(this.razorpayRefunds, url.searchParams) : collection(this.razorpayPayments, url.searchParams));
+      return send(
+        200,
+        url.pathname === '/v1/refunds'
+          ? collection(this.razorpayRefunds, url.searchParams, this.unasked.razorpayRefunds)
+          : collection(this.razorpayPayments, url.searchParams, this.unasked.razorpayPayments),
+      );
     }
     if (url.pathname === '/merchant/postservice.php' && request.method === 'POST') {
       const form = new URLSearchParams(body);
@@ -182,17 +195,17 @@ export class FakeProviderApis {
       .sort((a, b) => b.created - a.created || (a.id < b.id ? 1 : -1));
     const after = query.get('starting_after');
     const start = after ? matching.findIndex((e) => e.id === after) + 1 : 0;
-    const data = matching.slice(start, start + limit);
+    const data = [...matching.slice(start, start + limit), ...(start === 0 ? this.unasked.stripeEvents : [])];
     return { object: 'list', url: '/v1/events', has_more: start + limit < matching.length, data };
   }
 }
 
-function collection<T extends { created_at: number }>(items: T[], query: URLSearchParams) {
+function collection<T extends { created_at: number }>(items: T[], query: URLSearchParams, unasked: T[]) {
   const from = Number(query.get('from') ?? 0);
   const to = Number(query.get('to') ?? Number.MAX_SAFE_INTEGER);
   const count = Math.min(100, Number(query.get('count') ?? 10));
   const skip = Number(query.get('skip') ?? 0);
   const matching = items.filter((item) => item.created_at >= from && item.created_at <= to).sort((a, b) => b.created_at - a.created_at);
-  const page = matching.slice(skip, skip + count);
+  const page = [...matching.slice(skip, skip + count), ...(skip === 0 ? unasked : [])];
   return { entity: 'collection', count: page.length, items: page };
 }

@@ -1,22 +1,24 @@
 import type { ReconcileSettings } from '../../config/settings.js';
 import type { Inbox } from '../../inbox.js';
-import { alertBody, postAlert } from '../alert.js';
+import { alertBody, postAlert, type AlertBody } from '../alert.js';
 import { reconcile, type ReconcileReport } from './reconcile.js';
 
 /** The alert a run that found missing events sends: webhooks are being lost, someone should look. */
-export function reconcileAlertBody(report: ReconcileReport, source: string): { text: string; blocks: unknown[] } {
-  const perProvider = report.runs.filter((run) => run.found > 0).map((run) => `${run.provider} ${run.found}`);
-  const summary = `webhook-inbox (${source}): reconcile found ${report.found} missing event${report.found === 1 ? '' : 's'} (${perProvider.join(', ')}); webhooks are being lost: check the providers' webhook endpoint settings`;
+export function reconcileAlertBody(report: ReconcileReport, source: string): AlertBody {
   const lines = report.runs.flatMap((run) => run.missing.map((m) => `• ${m.provider} ${m.eventId} (${m.eventType})${m.paymentId ? ` payment ${m.paymentId}` : ''}`));
-  return alertBody(summary, lines);
+  return alertBody(reconcileAlertSummary(report, source), lines);
+}
+
+function reconcileAlertSummary(report: ReconcileReport, source: string): string {
+  const perProvider = report.runs.filter((run) => run.found > 0).map((run) => `${run.provider} ${run.found}`);
+  return `webhook-inbox (${source}): reconcile found ${report.found} missing event${report.found === 1 ? '' : 's'} (${perProvider.join(', ')}); webhooks are being lost: check the providers' webhook endpoint settings`;
 }
 
 /** Posts the report's alert when it found anything; logs either way. */
 export async function alertIfMissing(report: ReconcileReport, alertWebhookUrl: string | null, inbox: Inbox, source: string): Promise<boolean> {
   if (report.found === 0) return false;
-  const body = reconcileAlertBody(report, source);
-  inbox.logger.warn({ found: report.found }, body.text);
-  if (alertWebhookUrl) await postAlert(alertWebhookUrl, body);
+  inbox.logger.warn({ found: report.found }, reconcileAlertSummary(report, source));
+  if (alertWebhookUrl) await postAlert(alertWebhookUrl, reconcileAlertBody(report, source));
   return alertWebhookUrl !== null;
 }
 

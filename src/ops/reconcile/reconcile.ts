@@ -7,7 +7,7 @@ import type { ProviderName, VerifiedEvent } from '../../model/delivery.js';
 import { PAYMENT_STATE_ORDER, type PaymentState } from '../../model/payment-event.js';
 import { DEFAULT_API_CLIENT_OPTIONS, ProviderApiError, type ApiClientOptions } from '../../providers/api-client.js';
 import { OperationError } from '../errors.js';
-import { reconcileSources, type Candidate, type ReconcileSource, type ReconcileWindow } from './provider-sources.js';
+import { reconcileSources, type Candidate, type CandidatePage, type ReconcileSource, type ReconcileWindow } from './provider-sources.js';
 import { ReconcileRuns, type ReconcileRun } from './runs.js';
 
 /** The lock one reconciliation at a time holds, across every process of the installation. */
@@ -145,7 +145,7 @@ class ProviderRunner {
     try {
       for (let pages = 0; ; pages++) {
         if (pages >= this.maxPages) throw new OperationError(`more than RECONCILE_MAX_PAGES (${this.maxPages}) pages; narrow the window`, 'reconcile_pages');
-        const page = await source.page(cursor);
+        const page = await this.page(source, cursor);
         // Nothing is recorded as it goes, so an event two pages report (a payment, then its refund) is one.
         const missing = (await this.missing(source.provider, page.candidates)).filter((event) => !listed.has(event.eventId));
         for (const event of missing) listed.add(event.eventId);
@@ -171,7 +171,7 @@ class ProviderRunner {
     try {
       for (let pages = 0; ; pages++) {
         if (pages >= this.maxPages) throw new OperationError(`more than RECONCILE_MAX_PAGES (${this.maxPages}) pages; narrow the window`, 'reconcile_pages');
-        const page = await source.page(cursor);
+        const page = await this.page(source, cursor);
         const missing = await this.missing(source.provider, page.candidates);
         this.list(report, missing);
         // Every record of the page settles before a failure stops the run, so its counts are all in.
@@ -195,6 +195,18 @@ class ProviderRunner {
       if (!(error instanceof OperationError) && !(error instanceof ProviderApiError)) throw error;
       return failed;
     }
+  }
+
+  /**
+   * One page of the provider's answer. Its items that could not be used (not asked for, outside the
+   * window, not what a delivery could be) are counted as errors of the run, and logged here.
+   */
+  private async page(source: ReconcileSource, cursor: string | null): Promise<CandidatePage> {
+    const page = await source.page(cursor);
+    if (page.problems.length > 0) {
+      this.deps.inbox.logger.warn({ provider: source.provider, problems: page.problems }, `reconcile: ${page.problems.length} item(s) of ${source.provider}'s answer not used`);
+    }
+    return page;
   }
 
   /** Records one missing event and counts it in the same step, so a crash loses neither. */

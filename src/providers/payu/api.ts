@@ -74,6 +74,11 @@ export function payuReconcileEvent(txnid: string, detail: Record<string, unknown
   const amount = detail.amt ?? detail.amount;
   if (typeof amount === 'string' || typeof amount === 'number') fields.amount = String(amount);
   fields.txnid = identifier(txnid, 'transaction id (txnid)');
+  // Only what was asked about is recorded: details that name another transaction are not.
+  const answered = detail.txnid;
+  if (answered !== undefined && (typeof answered !== 'string' || answered.trim() !== fields.txnid)) {
+    throw new BadRequestError(`asked about transaction ${fields.txnid.slice(0, 40)}, answered about ${JSON.stringify(answered)?.slice(0, 40)}: not recorded`);
+  }
   const status = identifier(fields.status, `status of transaction ${fields.txnid.slice(0, 40)}`).toLowerCase();
   if (!/^[a-z_]+$/.test(status)) throw new BadRequestError(`transaction ${txnid} has an unreadable status`);
   fields.status = status;

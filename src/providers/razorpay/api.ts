@@ -1,7 +1,7 @@
 import { BadRequestError } from '../../errors.js';
 import type { VerifiedEvent } from '../../model/delivery.js';
 import type { PaymentState } from '../../model/payment-event.js';
-import { readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
+import { createdWithin, readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
 import { identifier } from '../payload.js';
 
 /** Items per page, Razorpay's maximum `count`. */
@@ -52,11 +52,19 @@ export function razorpayPaymentsApi(settings: Settings, options: ApiClientOption
     return { ...readItems(body.items as unknown[], read, `razorpay ${path}`), full: body.items.length >= RAZORPAY_PAGE_SIZE };
   };
   return {
-    listPayments: (query: { from: number; to: number; skip: number }) => collection('/v1/payments', query, razorpayPayment),
-    listRefunds: (query: { from: number; to: number; skip: number }) => collection('/v1/refunds', query, refundPaymentId),
+    // Only what was asked for is recorded: an item created outside the window is a problem of the page.
+    listPayments: (query: { from: number; to: number; skip: number }) =>
+      collection('/v1/payments', query, (item) => {
+        const payment = razorpayPayment(item);
+        createdWithin(payment.id, payment.entity.created_at, query);
+        return payment;
+      }),
+    listRefunds: (query: { from: number; to: number; skip: number }) => collection('/v1/refunds', query, (item) => refundPaymentId(item, query)),
     async fetchPayment(id: string): Promise<RazorpayPayment> {
       try {
-        return razorpayPayment(await get(`/v1/payments/${encodeURIComponent(id)}`));
+        const payment = razorpayPayment(await get(`/v1/payments/${encodeURIComponent(id)}`));
+        if (payment.id !== id) throw new BadRequestError(`asked for payment ${id}, answered payment ${payment.id}: not recorded`);
+        return payment;
       } catch (error) {
         if (error instanceof BadRequestError) throw new ProviderApiError('razorpay', `GET /v1/payments/${id}: ${error.message}`);
         throw error;
@@ -81,10 +89,10 @@ function razorpayPayment(item: unknown): RazorpayPayment {
   return { id, state, entity };
 }
 
-/** The payment a refund is of; refunds not processed yet change nothing. */
-function refundPaymentId(item: unknown): string | null {
+/** The payment a refund created in the window is of; refunds not processed yet change nothing. */
+function refundPaymentId(item: unknown, window: { from: number; to: number }): string | null {
   const refund = entityOf(item, 'refund');
-  identifier(refund.id, 'refund id (id)');
+  createdWithin(identifier(refund.id, 'refund id (id)'), refund.created_at, window);
   return refund.status === 'processed' ? identifier(refund.payment_id, 'payment id of a refund (payment_id)') : null;
 }
 

@@ -1,6 +1,6 @@
 import { BadRequestError } from '../../errors.js';
 import type { VerifiedEvent } from '../../model/delivery.js';
-import { readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
+import { createdWithin, readItems, requestJson, ProviderApiError, type ApiClientOptions } from '../api-client.js';
 import { identifier } from '../payload.js';
 import { STRIPE_PAYMENT_EVENT_TYPES } from './normalize.js';
 
@@ -18,7 +18,7 @@ export interface StripeEventPage {
 
 /**
  * `GET /v1/events`, newest first, with the types the domain maps (STRIPE_PAYMENT_EVENT_TYPES) and the
- * window on `created`. An event read here is the object a webhook carries, so its payload is recorded
+ * window on `created`; only events of those types and that window are kept (askedFor). An event read here is the object a webhook carries, so its payload is recorded
  * as a delivery's would be, under its own evt_ id.
  */
 export function stripeEventsApi(settings: { apiKey: string; apiBase: string }, options: ApiClientOptions) {
@@ -34,13 +34,25 @@ export function stripeEventsApi(settings: { apiKey: string; apiBase: string }, o
       if (body.object !== 'list' || !Array.isArray(body.data) || typeof body.has_more !== 'boolean') {
         throw new ProviderApiError('stripe', 'GET /v1/events did not answer a list (object "list", data, has_more)');
       }
-      const { items: events, problems } = readItems(body.data as unknown[], stripeApiEvent, 'stripe event');
+      const { items: events, problems } = readItems(body.data as unknown[], (item) => askedFor(stripeApiEvent(item), query), 'stripe event');
       const last = (body.data as unknown[]).at(-1);
       const lastId = typeof last === 'object' && last !== null && typeof (last as { id?: unknown }).id === 'string' ? (last as { id: string }).id : null;
       if (body.has_more && lastId === null) throw new ProviderApiError('stripe', 'GET /v1/events says it has more but its page ends without an event id to continue after');
       return { events, problems, next: body.has_more ? lastId : null };
     },
   };
+}
+
+/**
+ * Only what was asked for is recorded: an event of another type, or created outside the window, is
+ * a problem of the page (see createdWithin).
+ */
+function askedFor(event: VerifiedEvent, query: { createdGte: number; createdLte: number }): VerifiedEvent {
+  if (!(STRIPE_PAYMENT_EVENT_TYPES as readonly string[]).includes(event.eventType)) {
+    throw new BadRequestError(`${event.eventId} is of type "${event.eventType}", which was not asked for: not recorded`);
+  }
+  createdWithin(event.eventId, event.parsedPayload?.created, { from: query.createdGte, to: query.createdLte });
+  return event;
 }
 
 /** One event of the API's answer, validated like a delivery's (ids, lengths, printable). */
