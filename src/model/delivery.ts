@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 
-/** Identifiers (event, payment, user ids) become VARCHAR(255) keys: longer ones are refused, never cut. */
+/** Identifiers (event, payment, user ids) become VARCHAR(255) keys: never cut (see storedKey for events). */
 export const MAX_KEY_LENGTH = 255;
 /** Short texts (provider names, currencies, statuses) are VARCHAR(64). */
 export const MAX_SHORT_TEXT_LENGTH = 64;
@@ -19,6 +20,23 @@ export function unstorableText(text: string, maxLength = MAX_KEY_LENGTH): string
   // JSON's "\u0000" escape makes one; PostgreSQL's text refuses it, so no store keeps it.
   if (text.includes('\u0000')) return 'holds a NUL character (U+0000)';
   return null;
+}
+
+/** What storedKey puts before the digest of an id it cannot store as it is. */
+export const DIGEST_KEY_PREFIX = 'sha256:';
+
+/**
+ * The key an event id (or type) a provider signed is stored under: the id itself when a key column
+ * holds it whole and it prints as it is; otherwise (longer than the column, a lone surrogate, a
+ * control character) `sha256:` and the hex digest of its JSON form, which tells every distinct
+ * string apart (lone surrogates included) and is the same at every delivery and in reconcile. A
+ * verified event is never refused for its id: a refusal only makes the provider retry it for days.
+ * The payload keeps the id as sent.
+ */
+export function storedKey(text: string): string {
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what it keeps out of keys
+  if (unstorableText(text) === null && !/[\u0000-\u001f\u007f]/.test(text)) return text;
+  return `${DIGEST_KEY_PREFIX}${createHash('sha256').update(JSON.stringify(text)).digest('hex')}`;
 }
 
 export const PROVIDER_NAMES = ['stripe', 'razorpay', 'payu'] as const;

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { BadRequestError } from '../errors.js';
-import { unstorableText } from '../model/delivery.js';
+import { storedKey } from '../model/delivery.js';
 import { isRecord } from '../model/json.js';
 
 /** Reading a delivery's body and the fields of a payload, as every provider adapter does. */
@@ -51,18 +51,14 @@ function nestsDeeperThan(body: Buffer, maxDepth: number): boolean {
 }
 
 /**
- * Validates a provider-supplied identifier (event id, event type) before it becomes part of a unique
- * key: trimmed, non-empty, bounded, printable and valid Unicode, so the database never truncates or
- * mangles it.
+ * A provider-supplied identifier (event id, event type) as it becomes part of a unique key: trimmed
+ * and non-empty; one the database could not hold whole and printable is stored under its digest
+ * (storedKey), never refused, never truncated or mangled.
  */
 export function identifier(value: unknown, what: string, missingCode = 'bad_request'): string {
   const text = typeof value === 'string' ? value.trim() : typeof value === 'number' ? String(value) : '';
   if (text === '') throw new BadRequestError(`verified delivery has no ${what}`, missingCode);
-  const unstorable = unstorableText(text);
-  if (unstorable) throw new BadRequestError(`${what} ${unstorable}`);
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what it refuses
-  if (/[\u0000-\u001f\u007f]/.test(text)) throw new BadRequestError(`${what} contains control characters`);
-  return text;
+  return storedKey(text);
 }
 
 /** Reads a path of plain-object properties, e.g. `path(event, 'data', 'object')`. */

@@ -59,8 +59,8 @@ function askedFor(event: VerifiedEvent, query: { createdGte: number; createdLte:
 function stripeApiEvent(item: unknown): VerifiedEvent {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) throw new BadRequestError('an item of data is not an object');
   const event = item as Record<string, unknown>;
+  if (typeof event.id !== 'string' || !event.id.trim().startsWith('evt_')) throw new BadRequestError(`event id "${String(event.id).slice(0, 40)}" does not start with evt_`);
   const eventId = identifier(event.id, 'event id (id)');
-  if (!eventId.startsWith('evt_')) throw new BadRequestError(`event id "${eventId.slice(0, 40)}" does not start with evt_`);
   if (event.object !== 'event') throw new BadRequestError(`${eventId} is not an event object`);
   return {
     provider: 'stripe',

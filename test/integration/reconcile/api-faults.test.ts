@@ -80,13 +80,13 @@ for (const backend of STORE_BACKENDS) {
       assert.match(only(report).lastError!, /more than RECONCILE_MAX_PAGES \(5\) pages/);
     });
 
-    test('an event of the answer that a delivery could not be is an error of the run; the others count', async () => {
+    test('an event of the answer that a delivery could not be is an error of the run; one whose id is too long is kept under its digest, as a delivery of it would be', async () => {
       apis.stripeEvents.push({ ...event(3), id: `evt_${'x'.repeat(300)}` }, { ...event(4), id: 'not_an_event_id' });
       try {
         const report = await run();
-        assert.equal(only(report).found, 2);
-        assert.equal(only(report).errors, 2);
-        assert.match(only(report).lastError!, /does not start with evt_|longer than 255/);
+        assert.equal(only(report).found, 3);
+        assert.equal(only(report).errors, 1);
+        assert.match(only(report).lastError!, /does not start with evt_/);
       } finally {
         apis.stripeEvents.splice(2);
       }
