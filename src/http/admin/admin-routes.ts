@@ -9,6 +9,7 @@ import { jsonErrorHandler } from '../errors.js';
 import { apiRoutes } from './api-routes.js';
 import { ASSETS } from './assets.js';
 import { pageRoutes } from './page-routes.js';
+import { routePath } from './security-headers.js';
 import { csrfOf, SESSION_COOKIE } from './session.js';
 
 /** Routes anyone may reach: the sign-in page and the static files it uses. */
@@ -30,7 +31,7 @@ export interface AdminRequestContext {
 }
 
 export function isApi(request: FastifyRequest): boolean {
-  return request.url.startsWith('/admin/api/');
+  return routePath(request).startsWith('/admin/api/');
 }
 
 /**
@@ -68,8 +69,7 @@ export const adminRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = as
   app.setErrorHandler(jsonErrorHandler('internal error of the admin API (logged)'));
 
   app.addHook('onRequest', async (request, reply) => {
-    const route = request.url.split('?')[0]!;
-    if (PUBLIC.has(route)) return;
+    if (PUBLIC.has(routePath(request))) return;
     const { actor, sessionId, retryAfterSeconds } = await identify(app, dashboard, request);
     if (retryAfterSeconds !== undefined) return refuseTooMany(reply, retryAfterSeconds);
     if (!actor) return refuse(request, reply, 401, 'unauthorized', 'sign in first: a bearer token (ADMIN_TOKENS) or a session');

@@ -23,10 +23,18 @@ export function adminSecurityHeaders(app: FastifyInstance): void {
   });
 }
 
-/** The router decodes a path before it matches it (`/%61dmin` reaches `/admin`): the route's own path decides, else the decoded path. */
 function underAdmin(request: FastifyRequest): boolean {
-  const path = request.routeOptions.url ?? decodedPath(request.url);
+  const path = routePath(request);
   return path === '/admin' || path.startsWith('/admin/');
+}
+
+/**
+ * The path a request is judged by. The router decodes a path before it matches it (`/%61dmin`
+ * reaches `/admin`), so the matched route's own path decides, else the decoded path: never the raw
+ * URL, which would let an encoded path be judged as another route than the one that answers it.
+ */
+export function routePath(request: FastifyRequest): string {
+  return request.routeOptions.url ?? decodedPath(request.url);
 }
 
 function decodedPath(url: string): string {
