@@ -6,7 +6,7 @@ import type { Config } from './config/settings.js';
 import { coursePlatform } from './course-platform/course-platform.js';
 import type { InboxDatabase } from './db/schema.js';
 import { processOwner } from './db/lease.js';
-import { maskUrl } from './config/display.js';
+import { maskUrl, storeLocation } from './config/display.js';
 import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
@@ -228,6 +228,8 @@ export async function startWorkers<DB extends InboxDatabase = InboxDatabase>(con
 
 async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
   const inbox = createInbox(config, options);
+  const location = storeLocation(config.databaseUrl);
+  inbox.logger.info({ store: inbox.store.backend, database: location }, `store: ${inbox.store.backend} at ${location}`);
   if (config.migrateOnStart) {
     try {
       const applied = await migrateStore(inbox.store, config.databaseUrl);

@@ -16,7 +16,7 @@ import { registerReconcileCommand } from './commands/reconcile.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
-import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
+import { configOrExit, EXIT_FAILED, EXIT_USAGE, serviceLogger, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { printJson } from './output.js';
 import { ProcessingThread } from './processing-thread.js';
@@ -38,11 +38,12 @@ program
   .description('run the HTTP receiver, with background workers unless --no-workers')
   .option('--no-workers', 'receive only: separate `webhook-inbox worker` processes do the processing')
   .action(async (options: { workers: boolean }) => {
-    const { config } = configOrExit();
+    const reading = configOrExit({ unknownVariables: 'returned' });
+    const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
     const { processing } = config;
     const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
-    const { app, inbox } = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue });
+    const { app, inbox } = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue, logger: serviceLogger(reading) });
     if (thread) {
       thread.start(inbox);
       // onClose hooks run last-added first: the thread finishes its events before the inbox closes the store.
@@ -62,9 +63,10 @@ program
   .command('worker')
   .description('run background workers only (no HTTP): queue consumer and sweeper, WORKER_CONCURRENCY at a time')
   .action(async () => {
-    const { config } = configOrExit();
+    const reading = configOrExit({ unknownVariables: 'returned' });
+    const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
-    const inbox = await startWorkers(config);
+    const inbox = await startWorkers(config, { logger: serviceLogger(reading) });
     stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => inbox.stop(config.shutdownTimeoutMs));
   });
 
@@ -99,7 +101,7 @@ program
   .action(async (options: { json?: boolean }) => {
     const { config } = configOrExit();
     // The store of the inbox the service would run: its migrations with those of its domains.
-    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => migrateStore(inbox.store, config.databaseUrl));
+    const applied = await withInbox({ ...config, migrateOnStart: false }, 'writes', (inbox) => migrateStore(inbox.store, config.databaseUrl));
     if (options.json) printJson({ applied });
     else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
@@ -109,9 +111,12 @@ program
   .description('print the effective configuration as the variables that set it (environment over .env), secrets masked')
   .option('--json', 'print JSON')
   .action((options: { json?: boolean }) => {
-    const { config, variables, file } = configOrExit();
-    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config) });
-    else console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...variableLines(variables)].join('\n'));
+    const { config, variables, file, unknown } = configOrExit({ unknownVariables: 'returned' });
+    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config), warnings: unknown });
+    else {
+      const warnings = unknown.map(({ message }) => `# warning: ${message}`);
+      console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...warnings, ...variableLines(variables)].join('\n'));
+    }
   });
 
 registerEventsCommands(program);

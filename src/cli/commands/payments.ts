@@ -17,7 +17,7 @@ export function registerPaymentsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
       const { config } = configOrExit();
-      const detail = await withInbox(config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
+      const detail = await withInbox(config, 'reads', (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
       if (options.json) return printJson(detail);
       const { payment, order } = detail;
       printFields({
