@@ -228,8 +228,6 @@ export async function startWorkers<DB extends InboxDatabase = InboxDatabase>(con
 
 async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
   const inbox = createInbox(config, options);
-  const location = storeLocation(config.databaseUrl);
-  inbox.logger.info({ store: inbox.store.backend, database: location }, `store: ${inbox.store.backend} at ${location}`);
   if (config.migrateOnStart) {
     try {
       const applied = await migrateStore(inbox.store, config.databaseUrl);
@@ -239,6 +237,9 @@ async function openInbox<DB extends InboxDatabase>(config: Config, options: Inbo
       throw error;
     }
   }
+  // Once it is in use: a store that cannot be used is named by the one line of its failure instead.
+  const location = storeLocation(config.databaseUrl);
+  inbox.logger.info({ store: inbox.store.backend, database: location }, `store: ${inbox.store.backend} at ${location}`);
   // Said, never refused: the operator may have chosen the risk. A database down now is met by the workers.
   const warnings = await inbox.store.settingWarnings().catch(() => []);
   for (const warning of warnings) inbox.logger.warn(warning);

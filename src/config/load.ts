@@ -81,7 +81,6 @@ export interface ConfigReading {
 export function readConfig(env: Env, referenced: Iterable<string> = []): ConfigReading {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
-  const strict = read.boolean('STRICT_CONFIG', false);
 
   const stripeSecrets = read.secretList('STRIPE_WEBHOOK_SECRET');
   if (stripeSecrets?.some((secret) => !secret.startsWith('whsec_'))) {
@@ -149,6 +148,7 @@ export function readConfig(env: Env, referenced: Iterable<string> = []): ConfigR
     trustProxy: readTrustProxy(read),
     admin: readAdmin(read),
   };
+  const strict = read.boolean('STRICT_CONFIG', false);
   const unknown = unknownVariables(env, [ENV_FILE_VARIABLE, ...read.variables.keys()], referenced);
   // With other problems, a misspelling may be their cause: it is named with them.
   if (strict || problems.length > 0) problems.push(...unknown.map(({ message }) => (strict ? `${message} (STRICT_CONFIG=true refuses to start with it)` : message)));
