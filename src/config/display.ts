@@ -61,7 +61,7 @@ export function maskUrl(text: string): string {
 }
 
 /**
- * A URL no parser agrees on: where its host begins cannot be told, so everything up to the last `@`
+ * A URL the parser refuses: where its host begins cannot be told, so everything up to the last `@`
  * is taken for the credentials, and the query is hidden whole. Without an `@`, a password could be
  * anywhere.
  */
