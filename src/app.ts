@@ -6,7 +6,7 @@ import type { Config } from './config/settings.js';
 import { coursePlatform } from './course-platform/course-platform.js';
 import type { InboxDatabase } from './db/schema.js';
 import { processOwner } from './db/lease.js';
-import { maskUrl } from './config/display.js';
+import { maskUrl, storeLocation } from './config/display.js';
 import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
 import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
@@ -263,6 +263,9 @@ async function openInbox<DB extends InboxDatabase>(config: Config, options: Inbo
       throw error;
     }
   }
+  // Once it is in use: a store that cannot be used is named by the one line of its failure instead.
+  const location = storeLocation(config.databaseUrl);
+  inbox.logger.info({ store: inbox.store.backend, database: location }, `store: ${inbox.store.backend} at ${location}`);
   // Said, never refused: the operator may have chosen the risk. A database down now is met by the workers.
   const warnings = await inbox.store.settingWarnings().catch(() => []);
   for (const warning of warnings) inbox.logger.warn(warning);

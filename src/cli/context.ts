@@ -1,9 +1,10 @@
 import { InvalidArgumentError } from 'commander';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createInbox, databaseFailure, migrateStore } from '../app.js';
-import { readConfig } from '../config/load.js';
-import { readEnvironment, type ConfigVariable } from '../config/environment.js';
+import { readConfig, type ConfigReading } from '../config/load.js';
+import { readEnvironment } from '../config/environment.js';
 import { type Config } from '../config/settings.js';
+import { createLogger } from '../observability/logger.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { parseDuration, parseTimeReference } from '../config/duration.js';
@@ -13,13 +14,17 @@ export const EXIT_FAILED = 1;
 export const EXIT_USAGE = 2;
 
 /**
- * The configuration from the environment over the .env file (`file`: which one, if any), and the
- * variables it was read from.
+ * The configuration from the environment over the .env file (`file`: which one, if any), the
+ * variables it was read from, and those set that configure nothing but look meant to. Those are
+ * warned about on stderr, unless `unknownVariables: 'returned'` leaves that to the caller (the
+ * service logs them; `config` prints them with the rest).
  */
-export function configOrExit(): { config: Config; variables: ConfigVariable[]; file: string | null } {
+export function configOrExit({ unknownVariables = 'warned' }: { unknownVariables?: 'warned' | 'returned' } = {}): ConfigReading & { file: string | null } {
   try {
     const environment = readEnvironment();
-    return { ...readConfig(environment.variables), file: environment.file };
+    const reading = readConfig(environment.variables);
+    if (unknownVariables === 'warned') for (const { message } of reading.unknown) console.error(`webhook-inbox: warning: ${message}`);
+    return { ...reading, file: environment.file };
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -29,22 +34,52 @@ export function configOrExit(): { config: Config; variables: ConfigVariable[]; f
   }
 }
 
+/** The logger of `serve` and `worker`: its first lines warn of the variables that configure nothing. */
+export function serviceLogger({ config, unknown }: ConfigReading): Logger {
+  const logger = createLogger(config.logLevel);
+  for (const { variable, resembles, message } of unknown) logger.warn({ variable, resembles }, message);
+  return logger;
+}
+
+/**
+ * What a command does with the database, declared where it opens the inbox. `reads`: it only looks,
+ * so it never changes the schema; with migrations pending it stops and names them. `writes`: it
+ * applies pending migrations first, unless MIGRATE_ON_START=false.
+ */
+export type DatabaseAccess = 'reads' | 'writes';
+
 /**
  * Runs an operator command against the configured database: the same inbox (store, providers,
  * processor) the service uses, without HTTP or background workers. Logs go to stderr at `warn` unless
  * LOG_LEVEL asks for more, so stdout holds only the command's output.
  */
-export async function withInbox<T>(config: Config, run: (inbox: Inbox) => Promise<T>): Promise<T> {
+export async function withInbox<T>(config: Config, access: DatabaseAccess, run: (inbox: Inbox) => Promise<T>): Promise<T> {
   const level = process.env.LOG_LEVEL ? config.logLevel : 'warn';
   const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })) });
   try {
-    if (config.migrateOnStart) await migrateStore(inbox.store, config.databaseUrl);
+    if (access === 'reads') await refusePendingMigrations(inbox, config.databaseUrl);
+    else if (config.migrateOnStart) await migrateStore(inbox.store, config.databaseUrl);
     return await run(inbox);
   } catch (error) {
     throw inbox.store.isUnavailable(error) ? databaseFailure(config.databaseUrl, error) : error;
   } finally {
     // Not just the store: a Redis connection (REDIS_URL) would keep the command from exiting.
     await inbox.stop(0);
+  }
+}
+
+/** A command that only reads would find tables missing or half made: it asks for `migrate` instead. */
+async function refusePendingMigrations(inbox: Inbox, databaseUrl: string): Promise<void> {
+  let pending: string[];
+  try {
+    pending = await inbox.store.pendingMigrations();
+  } catch (error) {
+    throw databaseFailure(databaseUrl, error);
+  }
+  if (pending.length > 0) {
+    throw new Error(
+      `the database is not up to date: ${pending.length === 1 ? 'migration' : 'migrations'} ${pending.join(', ')} not applied; this command only reads and never changes the schema: run \`webhook-inbox migrate\` first`,
+    );
   }
 }
 

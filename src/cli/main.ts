@@ -16,7 +16,7 @@ import { registerReconcileCommand } from './commands/reconcile.js';
 import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
-import { configOrExit, EXIT_FAILED, EXIT_USAGE, withInbox } from './context.js';
+import { configOrExit, EXIT_FAILED, EXIT_USAGE, serviceLogger, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { listenManagement, listenServers } from './listen.js';
 import { printJson } from './output.js';
@@ -41,11 +41,12 @@ program
   .description('run the HTTP receiver, with background workers unless --no-workers')
   .option('--no-workers', 'receive only: separate `webhook-inbox worker` processes do the processing')
   .action(async (options: { workers: boolean }) => {
-    const { config } = configOrExit();
+    const reading = configOrExit({ unknownVariables: 'returned' });
+    const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
     const { processing } = config;
     const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
-    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue });
+    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue, logger: serviceLogger(reading) });
     const { app, inbox } = servers;
     if (thread) {
       thread.start(inbox);
@@ -67,9 +68,10 @@ program
   .command('worker')
   .description('run background workers only: queue consumer and sweeper, WORKER_CONCURRENCY at a time; no HTTP but the management port, if set')
   .action(async () => {
-    const { config } = configOrExit();
+    const reading = configOrExit({ unknownVariables: 'returned' });
+    const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
-    const inbox = await startWorkers(config);
+    const inbox = await startWorkers(config, { logger: serviceLogger(reading) });
     // Probes and its own processing metrics (counted in this process only), where MANAGEMENT_PORT asks.
     const management = config.management ? await createManagementServer(config, inbox) : null;
     const stop = async () => {
@@ -118,7 +120,7 @@ program
   .action(async (options: { json?: boolean }) => {
     const { config } = configOrExit();
     // The store of the inbox the service would run: its migrations with those of its domains.
-    const applied = await withInbox({ ...config, migrateOnStart: false }, (inbox) => migrateStore(inbox.store, config.databaseUrl));
+    const applied = await withInbox({ ...config, migrateOnStart: false }, 'writes', (inbox) => migrateStore(inbox.store, config.databaseUrl));
     if (options.json) printJson({ applied });
     else console.log(applied.length > 0 ? `applied: ${applied.join(', ')}` : 'database is up to date');
   });
@@ -128,9 +130,12 @@ program
   .description('print the effective configuration as the variables that set it (environment over .env), secrets masked')
   .option('--json', 'print JSON')
   .action((options: { json?: boolean }) => {
-    const { config, variables, file } = configOrExit();
-    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config) });
-    else console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...variableLines(variables)].join('\n'));
+    const { config, variables, file, unknown } = configOrExit({ unknownVariables: 'returned' });
+    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config), warnings: unknown });
+    else {
+      const warnings = unknown.map(({ message }) => `# warning: ${message}`);
+      console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...warnings, ...variableLines(variables)].join('\n'));
+    }
   });
 
 registerEventsCommands(program);

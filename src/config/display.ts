@@ -1,3 +1,5 @@
+import { resolve } from 'node:path';
+import { sqliteFilePath } from './database-url.js';
 import type { Config } from './settings.js';
 import type { ConfigVariable } from './environment.js';
 
@@ -32,18 +34,79 @@ export function maskSecret(secret: string): string {
   return prefix && secret.length > prefix.length + 8 ? `${prefix}${MASK}` : MASK;
 }
 
-/** Hides a URL's password; for http(s) URLs also the path and query, where web hooks keep their secret. */
+/**
+ * Query parameters that carry a credential: node-postgres reads `password` from the URL, libpq
+ * `sslpassword`; other drivers take tokens and keys there.
+ */
+const SECRET_PARAMETER = /pass|pwd|secret|token|key|credential|auth|signature/i;
+
+/**
+ * Hides a URL's password and every query parameter that looks like a credential; for http(s) URLs
+ * also the path and query, where web hooks keep their secret. The parts come from the parsed URL,
+ * as the drivers read it, so a password holding `@` or `/` is hidden whole.
+ */
 export function maskUrl(text: string): string {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    return MASK; // Unparseable, so where a password would be cannot be told.
+    return maskUnparsed(text);
   }
   if (url.protocol === 'http:' || url.protocol === 'https:') return url.pathname === '/' && !url.search ? url.origin : `${url.origin}/${MASK}`;
-  if (!url.password) return text;
-  const masked = text.replace(/^([^:]+:\/\/[^:@/]*):[^@]*@/, `$1:${MASK}@`);
-  return masked === text ? MASK : masked;
+  const query = maskedQuery(url.search);
+  if (!url.password && query === url.search) return text;
+  const userinfo = url.username || url.password ? `${url.username}${url.password ? `:${MASK}` : ''}@` : '';
+  const authority = url.host !== '' || text.startsWith(`${url.protocol}//`) ? `//${userinfo}${url.host}` : '';
+  return `${url.protocol}${authority}${url.pathname}${query}${url.hash}`;
+}
+
+/**
+ * A URL the parser refuses: where its host begins cannot be told, so everything up to the last `@`
+ * is taken for the credentials, and the query is hidden whole. Without an `@`, a password could be
+ * anywhere.
+ */
+function maskUnparsed(text: string): string {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0];
+  const at = text.lastIndexOf('@');
+  if (!scheme || at < scheme.length) return MASK;
+  const rest = text.slice(at + 1);
+  const query = rest.search(/[?#]/);
+  return `${scheme}${MASK}@${query < 0 ? rest : `${rest.slice(0, query)}?${MASK}`}`;
+}
+
+/** `?a=1&password=x` -> `?a=1&password=…(masked)`; the other parameters as written. */
+function maskedQuery(search: string): string {
+  if (search === '') return search;
+  const pairs = search
+    .slice(1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const name = equals < 0 ? pair : pair.slice(0, equals);
+      return SECRET_PARAMETER.test(decoded(name)) ? `${name}=${MASK}` : pair;
+    });
+  return `?${pairs.join('&')}`;
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replaceAll('+', ' '));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * Where a store is, for the start log: the SQLite file's absolute path, or the server and database
+ * with any credentials left out (`mysql://…@127.0.0.1:3306/shop`).
+ */
+export function storeLocation(databaseUrl: string, cwd = process.cwd()): string {
+  const url = new URL(databaseUrl);
+  if (url.protocol === 'sqlite:') {
+    const file = sqliteFilePath(url);
+    return 'path' in file ? resolve(cwd, file.path) : maskUrl(databaseUrl);
+  }
+  return `${url.protocol}//${url.username || url.password ? '…@' : ''}${url.host}${url.pathname}`;
 }
 
 /** Each variable's value as `config` shows it: secrets and URL passwords masked; null when unset. */

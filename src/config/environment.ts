@@ -24,12 +24,15 @@ export interface Environment {
   file: string | null;
 }
 
+/** The one variable read before the others: it names the file they may come from. */
+export const ENV_FILE_VARIABLE = 'ENV_FILE';
+
 /**
  * The environment over an optional .env file: the one `ENV_FILE` names (which must exist), else
  * `./.env` when present. A variable set in the real environment wins over the file.
  */
 export function readEnvironment(env: Env = process.env, cwd = process.cwd()): Environment {
-  const named = env.ENV_FILE?.trim();
+  const named = env[ENV_FILE_VARIABLE]?.trim();
   const file = resolve(cwd, named || '.env');
   let text: string;
   try {

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
-import { EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
+import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
 import type {
   AdminRole,
   AdminSettings,
@@ -17,6 +17,7 @@ import type {
   ReconcileSettings,
   RedisSettings,
 } from './settings.js';
+import { unknownVariables, type UnknownVariable } from './unknown-variables.js';
 
 /** The embedded store: runs on a fresh machine with nothing but Node. */
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/webhook-inbox.db';
@@ -66,14 +67,27 @@ export function loadConfig(env: Env = readEnvironment().variables): Config {
   return readConfig(env).config;
 }
 
-/** The configuration and the variables it was read from, with their defaults. */
-export function readConfig(env: Env): { config: Config; variables: ConfigVariable[] } {
+export interface ConfigReading {
+  config: Config;
+  /** The variables it was read from, with their defaults. */
+  variables: ConfigVariable[];
+  /** Variables set that configure nothing but look meant to (a misspelling); refused under STRICT_CONFIG. */
+  unknown: UnknownVariable[];
+}
+
+/**
+ * The configuration, the variables it was read from, and the unknown ones. `referenced`: variables
+ * something else refers to (a configuration file's `${VAR}`), never taken for misspellings.
+ */
+export function readConfig(env: Env, referenced: Iterable<string> = []): ConfigReading {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
   const stripeSecrets = read.secretList('STRIPE_WEBHOOK_SECRET');
   if (stripeSecrets?.some((secret) => !secret.startsWith('whsec_'))) {
     problems.push("STRIPE_WEBHOOK_SECRET must be the endpoint's signing secret, which starts with whsec_ (not an API key)");
+  } else if (stripeSecrets?.some((secret) => secret === 'whsec_')) {
+    problems.push('STRIPE_WEBHOOK_SECRET holds whsec_ with nothing after it; paste the whole signing secret as the Stripe dashboard shows it');
   }
   const razorpaySecrets = read.secretList('RAZORPAY_WEBHOOK_SECRET');
   const toleranceSeconds = read.integer('STRIPE_TOLERANCE_SECONDS', 300, {
@@ -140,8 +154,12 @@ export function readConfig(env: Env): { config: Config; variables: ConfigVariabl
     trustProxy: readTrustProxy(read),
     admin: readAdmin(read),
   };
+  const strict = read.boolean('STRICT_CONFIG', false);
+  const unknown = unknownVariables(env, [ENV_FILE_VARIABLE, ...read.variables.keys()], referenced);
+  // With other problems, a misspelling may be their cause: it is named with them.
+  if (strict || problems.length > 0) problems.push(...unknown.map(({ message }) => (strict ? `${message} (STRICT_CONFIG=true refuses to start with it)` : message)));
   if (problems.length > 0) throw new ConfigError(problems);
-  return { config, variables: [...read.variables.values()] };
+  return { config, variables: [...read.variables.values()], unknown };
 }
 
 function readHttp(read: EnvReader): HttpSettings {
@@ -203,9 +221,11 @@ function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsS
 }
 
 function readReconcile(read: EnvReader, payu: PayuSettings | null): ReconcileSettings {
-  const apiBase = (name: string, fallback: string) => read.url(name, ['http:', 'https:'], fallback) ?? fallback;
+  const apiBase = (name: string, fallback: string) => apiBaseUrl(read, name, fallback);
   const stripeKey = read.optionalSecret('STRIPE_API_KEY');
   if (stripeKey && !/^(rk|sk)_/.test(stripeKey)) read.problem('STRIPE_API_KEY must be a Stripe API key (rk_... restricted, read-only, or sk_...), not the webhook secret');
+  else if (stripeKey && /^(rk|sk)_(?:(?:live|test)_)?$/.test(stripeKey))
+    read.problem('STRIPE_API_KEY holds only the prefix of a key; paste the whole key as the Stripe dashboard shows it');
   const stripeBase = apiBase('STRIPE_API_BASE', 'https://api.stripe.com');
   const keyId = read.optionalSecret('RAZORPAY_KEY_ID');
   const keySecret = read.optionalSecret('RAZORPAY_KEY_SECRET');
@@ -224,6 +244,29 @@ function readReconcile(read: EnvReader, payu: PayuSettings | null): ReconcileSet
     concurrency: read.integer('RECONCILE_CONCURRENCY', 4, { min: 1, max: 64, hint: 'the providers rate-limit their APIs' }),
     payuPendingOlderThanMs: read.duration('RECONCILE_PAYU_PENDING_OLDER_THAN', '30m'),
   };
+}
+
+/**
+ * A provider API's address. The API key goes with every request and the answers are trusted, so
+ * plain http:// is for a fake on this machine only.
+ */
+function apiBaseUrl(read: EnvReader, name: string, fallback: string): string {
+  const raw = read.url(name, ['http:', 'https:'], fallback);
+  if (raw === undefined) return fallback;
+  const url = new URL(raw);
+  if (url.protocol === 'http:' && !isLoopback(url.hostname)) {
+    read.problem(`${name} must be an https:// URL: over http:// the API key would travel in clear (http:// is accepted for a loopback address only: 127.0.0.1, ::1, localhost)`);
+    return fallback;
+  }
+  return raw;
+}
+
+/** 127.0.0.0/8, ::1 or localhost; the URL parser has already put an address in its canonical form. */
+function isLoopback(hostname: string): boolean {
+  const address = hostname.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(address) === 4) return address.startsWith('127.');
+  if (isIP(address) === 6) return address === '::1';
+  return hostname.toLowerCase() === 'localhost';
 }
 
 function readProviderAlerts(read: EnvReader): ProviderAlertSettings {

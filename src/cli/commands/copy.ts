@@ -31,8 +31,8 @@ export function registerCopyCommand(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (flags: CopyFlags) => {
       const config = configOrExit().config;
-      const report = await withInbox({ ...config, databaseUrl: flags.from, migrateOnStart: false }, (source) =>
-        withInbox({ ...config, databaseUrl: flags.to, migrateOnStart: true }, (target) =>
+      const report = await withInbox({ ...config, databaseUrl: flags.from, migrateOnStart: false }, 'writes', (source) =>
+        withInbox({ ...config, databaseUrl: flags.to, migrateOnStart: true }, 'writes', (target) =>
           copyInstallation(
             { db: source.store.db, backend: backendFor(flags.from), url: flags.from },
             { db: target.store.db, backend: backendFor(flags.to), url: flags.to },

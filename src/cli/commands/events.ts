@@ -30,7 +30,7 @@ export function registerEventsCommands(program: Command): void {
     .option('--status <status>', EVENT_STATUSES.join(', '), choiceOption(EVENT_STATUSES))
     .option('--type <event-type>', 'provider event type, e.g. payment_intent.succeeded')
     .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string }) => {
-      const { events: rows, more } = await withInbox(configOrExit().config, (inbox) => findEvents(inbox.store.db, options));
+      const { events: rows, more } = await withInbox(configOrExit().config, 'reads', (inbox) => findEvents(inbox.store.db, options));
       if (options.json) return printJson({ events: rows.map(eventSummary), more });
       if (rows.length === 0) return console.log('no events match');
       printTable(rows, EVENT_COLUMNS);
@@ -43,7 +43,7 @@ export function registerEventsCommands(program: Command): void {
     .option('--provider <name>', 'when the event id exists for several providers', choiceOption(PROVIDER_NAMES))
     .option('--json', 'print JSON')
     .action(async (id: string, options: { provider?: string; json?: boolean }) => {
-      const detail = await withInbox(configOrExit().config, (inbox) => eventDetail(inbox.store.db, id, options.provider));
+      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => eventDetail(inbox.store.db, id, options.provider));
       if (options.json) return printJson(detail);
       const { payload, headers, replays, processings, ...fields } = detail;
       printFields({ ...fields, headers: JSON.stringify(headers) });

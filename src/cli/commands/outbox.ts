@@ -5,14 +5,14 @@ import { paymentOrderingKey } from '../../forwarding/forwarded-event.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry, type OutboxFilter } from '../../outbox/outbox-store.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import type { OutboxStatus } from '../../db/schema.js';
-import { wholeNumberOption, withInbox } from '../context.js';
+import { wholeNumberOption, withInbox, type DatabaseAccess } from '../context.js';
 import { listingOptions, type ListingFlags } from '../filters.js';
 import { tableText, type Column } from '../output.js';
 
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
-function withOutbox<T>(config: Config, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
-  return withInbox(config, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock)));
+function withOutbox<T>(config: Config, access: DatabaseAccess, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
+  return withInbox(config, access, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock)));
 }
 
 /** The columns of every outbox table (`outbox list`, `payments show`): key and status first, then what an operator needs to decide. */
@@ -51,7 +51,7 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
     .option('--kind <kind>', 'only rows of this kind: receipt_email, fulfilment, fulfilment_cancellation, or your own')
     .action(async (options: ListingFlags & { status?: OutboxStatus; kind?: string }) => {
       const { status, kind, since, until, limit } = options;
-      const rows = await withOutbox(loadConfig(), (store) => store.list({ status, kind, since, until, ...paymentKeys(options), limit: limit + 1 }));
+      const rows = await withOutbox(loadConfig(), 'reads', (store) => store.list({ status, kind, since, until, ...paymentKeys(options), limit: limit + 1 }));
       const entries = rows.slice(0, limit);
       const more = rows.length > limit;
       if (options.json) print(JSON.stringify(entries, null, 2));
@@ -72,7 +72,7 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
       if ((id === undefined) === (options.status === undefined)) {
         retry.error('outbox retry: give either a row id or --status failed|skipped', { exitCode: 2 });
       }
-      await withOutbox(loadConfig(), async (store) => {
+      await withOutbox(loadConfig(), 'writes', async (store) => {
         const retried = await store.retry(id === undefined ? { status: options.status! } : { id });
         if (id !== undefined && retried === 0) {
           const entry = await store.find(id);

@@ -54,7 +54,7 @@ export function registerPaymentsCommands(program: Command): void {
         metadata: options.metadata,
         limit: options.limit,
       };
-      const page = await withInbox(configOrExit().config, (inbox) => listPayments(inbox.store.db, filter));
+      const page = await withInbox(configOrExit().config, 'reads', (inbox) => listPayments(inbox.store.db, filter));
       const more = page.nextCursor !== null;
       if (options.json) return printJson({ payments: page.payments, more });
       if (page.payments.length === 0) return console.log('no payments match');
@@ -70,7 +70,7 @@ export function registerPaymentsCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
       const { config } = configOrExit();
-      const detail = await withInbox(config, (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
+      const detail = await withInbox(config, 'reads', (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
       if (options.json) return printJson(paymentDetailView(detail));
       const { payment, order } = detail;
       printFields({

@@ -35,7 +35,7 @@ export function registerReconcileCommand(program: Command): void {
       const { config } = configOrExit();
       const settings = config.operations.reconcile;
       if (options.history) {
-        const runs = await withInbox(config, (inbox) => new ReconcileRuns(inbox.store.db, inbox.clock).history(HISTORY_ROWS, options.provider));
+        const runs = await withInbox(config, 'reads', (inbox) => new ReconcileRuns(inbox.store.db, inbox.clock).history(HISTORY_ROWS, options.provider));
         if (options.json) printJson({ runs });
         else if (runs.length === 0) console.log('no reconcile runs yet');
         else
@@ -54,7 +54,7 @@ export function registerReconcileCommand(program: Command): void {
       }
       const until = options.until ?? new Date();
       const since = options.since ?? new Date(until.getTime() - settings.windowMs);
-      const { report, alerted } = await withInbox(config, async (inbox) => {
+      const { report, alerted } = await withInbox(config, 'writes', async (inbox) => {
         const found = await reconcile({ window: { since, until }, provider: options.provider, dryRun: options.dryRun, payuTxnids: options.payuTxnid }, { inbox, settings });
         return { report: found, alerted: found.dryRun ? false : await alertIfMissing(found, config.operations.alertWebhookUrl, inbox, 'reconcile command') };
       });

@@ -28,7 +28,7 @@ export function registerReplayCommand(program: Command): void {
       const selection = replaySelection(ids, flags);
       const config = configOrExit().config;
       const progress = progressBar(flags.dryRun ? 'checking' : 'replaying');
-      const report = await withInbox(config, (inbox) =>
+      const report = await withInbox(config, flags.dryRun ? 'reads' : 'writes', (inbox) =>
         new Replayer({ db: inbox.store.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: inbox.clock }).runOnce(selection, {
           dryRun: flags.dryRun === true,
           actor: flags.actor ?? userInfo().username,

@@ -24,7 +24,7 @@ export function registerStuckCommand(program: Command): void {
       if (options.alert && !alertUrl) throw new OperationError('--alert needs ALERT_WEBHOOK_URL (a Slack incoming webhook or any URL taking its JSON)', 'bad_argument');
       const defaults = config.operations.stuckCheck;
       const thresholds = { olderThanMs: options.olderThan ?? defaults.olderThanMs, outboxOlderThanMs: options.outboxOlderThan ?? defaults.outboxOlderThanMs };
-      const report = await withInbox(config, async (inbox) => {
+      const report = await withInbox(config, options.alert ? 'writes' : 'reads', async (inbox) => {
         const found = await findStuck(inbox.store.db, inbox.clock, thresholds);
         if (options.alert && found.total > 0) await sendStuckAlert(alertUrl!, found, inbox.logger, 'stuck command');
         return found;

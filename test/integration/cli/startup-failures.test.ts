@@ -50,6 +50,17 @@ describe('a database the service cannot use at start: exit code 1 and one line n
       });
     }
 
+    test('a password holding @ is masked whole, in the error line as in config', async () => {
+      const server = new URL((mysql as TestDatabase).url);
+      const url = `mysql://root:p@ssSECRET1@${server.host}/wi_refused`;
+      const [started, shown] = await Promise.all([failedStart(['serve'], { DATABASE_URL: url }), failedStart(['config'], { DATABASE_URL: url })]);
+      assert.equal(started.code, 1, started.output);
+      assertOneLine(started.output, new RegExp(`^webhook-inbox: cannot use DATABASE_URL mysql://root:…\\(masked\\)@${escaped(server.host)}/wi_refused: .*Access denied`));
+      assert.equal(shown.code, 0, shown.output);
+      assert.match(shown.output, new RegExp(`^DATABASE_URL=mysql://root:…\\(masked\\)@${escaped(server.host)}/wi_refused$`, 'm'));
+      for (const { output } of [started, shown]) assert.doesNotMatch(output, /SECRET1/);
+    });
+
     test('with MIGRATE_ON_START=false an operator command says the same when its first query is refused', async () => {
       const server = new URL((mysql as TestDatabase).url);
       const { code, output } = await failedStart(['events', 'list'], { DATABASE_URL: `mysql://nobody:${PASSWORD}@${server.host}/wi_refused`, MIGRATE_ON_START: 'false' });
@@ -74,6 +85,15 @@ describe('a database the service cannot use at start: exit code 1 and one line n
       { part: 'a host that does not resolve', url: () => `postgresql://postgres:${PASSWORD}@no-such-host.invalid:5432/wi_refused`, said: 'ENOTFOUND' },
       { part: 'a database that refuses connections', url: () => `postgres://postgres:${PASSWORD}@${server().host}/template0`, said: 'not currently accepting connections' },
     ];
+    test('a password in the query (?password=, which node-postgres reads) is masked, in the error line as in config', async () => {
+      const url = `postgres://postgres@${server().hostname}:1/wi_refused?password=SECRET4`;
+      const [started, shown] = await Promise.all([failedStart(['serve'], { DATABASE_URL: url }), failedStart(['config'], { DATABASE_URL: url })]);
+      assert.equal(started.code, 1, started.output);
+      assertOneLine(started.output, new RegExp(`^webhook-inbox: cannot use DATABASE_URL ${escaped(url.replace('SECRET4', '…(masked)'))}: .*ECONNREFUSED`));
+      assert.match(shown.output, new RegExp(`^DATABASE_URL=${escaped(url.replace('SECRET4', '…(masked)'))}$`, 'm'));
+      for (const { output } of [started, shown]) assert.doesNotMatch(output, /SECRET4/);
+    });
+
     for (const { part, url, said } of cases) {
       test(`${part}: serve fails at start naming DATABASE_URL`, async () => {
         const { code, output } = await failedStart(['serve'], { DATABASE_URL: url() });
