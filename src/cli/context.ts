@@ -1,8 +1,10 @@
+import { existsSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
 import { pino, type Logger } from 'pino';
 import { createInbox, databaseFailure, migrateStore } from '../app.js';
 import { readConfig, type ConfigReading } from '../config/load.js';
 import { readEnvironment } from '../config/environment.js';
+import { storeLocation } from '../config/display.js';
 import { type Config } from '../config/settings.js';
 import { createLogger } from '../observability/logger.js';
 import { ConfigError } from '../errors.js';
@@ -54,6 +56,7 @@ export type DatabaseAccess = 'reads' | 'writes';
  * LOG_LEVEL asks for more, so stdout holds only the command's output.
  */
 export async function withInbox<T>(config: Config, access: DatabaseAccess, run: (inbox: Inbox) => Promise<T>): Promise<T> {
+  if (access === 'reads') refuseMissingSqliteFile(config.databaseUrl);
   const level = process.env.LOG_LEVEL ? config.logLevel : 'warn';
   const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })) });
   try {
@@ -66,6 +69,13 @@ export async function withInbox<T>(config: Config, access: DatabaseAccess, run: 
     // Not just the store: a Redis connection (REDIS_URL) would keep the command from exiting.
     await inbox.stop(0);
   }
+}
+
+/** Opening a SQLite file creates it: a command that only reads leaves no empty file behind a mistyped path. */
+function refuseMissingSqliteFile(databaseUrl: string): void {
+  if (!databaseUrl.startsWith('sqlite:')) return;
+  const file = storeLocation(databaseUrl);
+  if (!existsSync(file)) throw new Error(`no database at ${file} (DATABASE_URL): this command only reads; \`webhook-inbox migrate\` or \`serve\` creates it`);
 }
 
 /** A command that only reads would find tables missing or half made: it asks for `migrate` instead. */

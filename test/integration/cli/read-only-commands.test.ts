@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { cli } from '../../support/cli.js';
 import { createTestDatabases, inspectDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
@@ -9,6 +12,7 @@ const databases = await createTestDatabases();
 const READ_ONLY_COMMANDS = [
   ['events', 'list'],
   ['events', 'show', 'evt_none'],
+  ['payments', 'list'],
   ['payments', 'show', 'stripe', 'pi_none'],
   ['outbox', 'list'],
   ['stuck'],
@@ -79,3 +83,16 @@ for (const backend of STORE_BACKENDS) {
     });
   });
 }
+
+test('on a SQLite file that does not exist, a command that only reads exits 1 naming the file, and creates none', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'wi-read-only-'));
+  try {
+    const file = join(dir, 'mistyped.db');
+    const { code, output } = await cli(['events', 'list'], { DATABASE_URL: `sqlite:${file}` });
+    assert.equal(code, 1, output);
+    assert.ok(output.includes(`no database at ${file}`), output);
+    assert.equal(existsSync(file), false, 'no empty file left behind');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
