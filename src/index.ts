@@ -34,7 +34,7 @@ export type { PaymentEvent, PaymentState, PaymentMetadata, CanonicalEvent, Ignor
 export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.js';
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';
 export type { InboxDatabase, DbTime, WebhookEventsTable, WebhookEventBodiesTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
-export type { ColumnTypes } from './db/migrations.js';
+export type { ColumnTypes } from './db/column-types.js';
 export type { Config, ForwardSettings, ManagementSettings } from './config/settings.js';
 // The query builder's types a domain's tables, migrations and handlers are written with.
 export type { Generated, Insertable, Kysely, Migration, Selectable, Transaction } from 'kysely';

@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import { createTable, type ColumnTypes } from '../db/migrations.js';
+import { createTable, type ColumnTypes } from '../db/column-types.js';
 
 /**
  * The course platform's tables. An installation whose 0002_course_platform created them already (it

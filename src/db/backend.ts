@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { ColumnTypes } from './migrations.js';
+import type { ColumnTypes } from './column-types.js';
 import type { InboxDatabase } from './schema.js';
 
 /**

@@ -1,7 +1,20 @@
 import { Migrator, type Kysely, type Migration } from 'kysely';
 import type { StoreBackend } from './backend.js';
-import { inboxMigrations, type DomainMigrations } from './migrations.js';
+import type { ColumnTypes } from './column-types.js';
+import { inboxMigrations } from './migrations/index.js';
 import type { InboxDatabase } from './schema.js';
+
+/**
+ * Migrations besides the inbox's own: those of the domains in use (named `<domain>/<migration>`), and
+ * the names of those of the inbox's optional domains not in use, which an earlier run that used them
+ * may have applied: such a record is kept, and nothing of it runs again.
+ */
+export interface DomainMigrations {
+  active(types: ColumnTypes): Record<string, Migration>;
+  dormant(types: ColumnTypes): string[];
+}
+
+export const NO_DOMAIN_MIGRATIONS: DomainMigrations = { active: () => ({}), dormant: () => [] };
 
 /**
  * The migrator over the inbox's migrations and those of its domains. They are listed before it runs:

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import type { Config } from '../config/settings.js';
-import type { ColumnTypes, DomainMigrations } from '../db/migrations.js';
+import type { ColumnTypes } from '../db/column-types.js';
+import type { DomainMigrations } from '../db/migrate.js';
 import type { InboxDatabase } from '../db/schema.js';
 import type { EventHandler, PaymentHandlers } from '../domain/applier.js';
 import type { OutboxTransports } from '../outbox/transport.js';

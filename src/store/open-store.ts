@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { DEFAULT_RECORD_CONNECTIONS } from '../config/load.js';
-import { NO_DOMAIN_MIGRATIONS, type DomainMigrations } from '../db/migrations.js';
+import { NO_DOMAIN_MIGRATIONS, type DomainMigrations } from '../db/migrate.js';
 import { backendFor } from '../db/open-database.js';
 import { KyselyInboxStore } from './kysely-store.js';
 import type { InboxStore } from './inbox-store.js';

@@ -1,5 +1,5 @@
 import { Migrator, type Kysely, type MigrationResult } from 'kysely';
-import { inboxMigrations } from '../../src/db/migrations.js';
+import { inboxMigrations } from '../../src/db/migrations/index.js';
 import { mysqlBackend } from '../../src/db/mysql/backend.js';
 import { postgresBackend } from '../../src/db/postgres/backend.js';
 import { sqliteBackend } from '../../src/db/sqlite/backend.js';

@@ -2,7 +2,7 @@ import { Kysely, OnConflictNode, PostgresDialect, PostgresQueryCompiler, sql, ty
 import pg from 'pg';
 import { serverDatabaseName } from '../../config/database-url.js';
 import type { StoreBackend } from '../backend.js';
-import type { ColumnTypes } from '../migrations.js';
+import type { ColumnTypes } from '../column-types.js';
 import type { InboxDatabase } from '../schema.js';
 import { preparingPool } from './prepared-pool.js';
 

@@ -5,7 +5,7 @@ import { CompiledQuery, Kysely, SqliteAdapter, SqliteDriver, SqliteIntrospector,
 import { sqliteFilePath } from '../../config/database-url.js';
 import { describeError, StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
-import type { ColumnTypes } from '../migrations.js';
+import type { ColumnTypes } from '../column-types.js';
 import type { InboxDatabase } from '../schema.js';
 import { cachingStatements } from './statement-cache.js';
 

@@ -14,7 +14,8 @@ import { hasInsertReturning, recordsBatchesByProcedure } from '../../../src/db/m
 import { openStore } from '../../../src/store/open-store.js';
 import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import { RECORD_EVENT_PROCEDURE, RECORD_EVENTS_PROCEDURE } from '../../../src/db/migrations.js';
+import { RECORD_EVENT_PROCEDURE } from '../../../src/db/mysql/record-event-procedure-v1.js';
+import { RECORD_EVENTS_PROCEDURE } from '../../../src/db/mysql/record-events-procedure-v1.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import { coursePlatformMigrations } from '../../../src/course-platform/migrations.js';
-import { rekeyPayuByTransaction } from '../../../src/db/payu-transaction-keys.js';
+import { rekeyPayuByTransaction } from '../../../src/db/migrations/0006_payu_transaction_keys.js';
 import { openStore } from '../../../src/store/open-store.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';

@@ -1,4 +1,9 @@
-import type { Generated, Kysely } from 'kysely';
+import type { Generated, Kysely, Migration } from 'kysely';
+
+/** PayU's events and payments keyed by the merchant's transaction id (see rekeyPayuByTransaction). */
+export function payuTransactionKeys(): Migration {
+  return { up: rekeyPayuByTransaction };
+}
 
 /**
  * Migration 0006: PayU events and payments were keyed by `mihpayid`, which PayU's reverse hash does
