@@ -1,10 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { ColumnTypes } from './column-types.js';
+import type { RecordPath } from './recording/record-path.js';
 import type { InboxDatabase } from './schema.js';
 
 /**
- * What differs between SQL databases, and nothing else: connecting, column types, and reading the
- * driver's errors. The store logic itself is written once, over Kysely, in `inbox-store.ts`.
+ * What differs between SQL databases, and nothing else: connecting, column types, how new events are
+ * written (each database's folder holds its own way), and reading the driver's errors. The store's
+ * logic is written once, over Kysely, in store/.
  */
 export interface StoreBackend {
   readonly name: string;
@@ -16,16 +18,6 @@ export interface StoreBackend {
    * a database whose write transactions run one at a time (SQLite): they never meet.
    */
   readonly lockingReads: boolean;
-  /**
-   * Whether a record batch inserts its events and their bodies with one statement, which commits by
-   * itself (data-modifying CTEs: PostgreSQL), instead of a transaction of two (record.ts).
-   */
-  readonly recordsInOneStatement: boolean;
-  /**
-   * Whether an event recorded alone goes through RECORD_EVENT_PROCEDURE (MySQL, MariaDB): one round
-   * trip for the transaction that would otherwise take four (record.ts).
-   */
-  readonly recordsAloneInOneCall: boolean;
   /**
    * Whether the store's general pool (processing, the outbox, operators' reads) runs its statements
    * prepared too, not only the acknowledgement path's. True where the server's parsing and planning
@@ -43,13 +35,11 @@ export interface StoreBackend {
   connect(url: string, options: { poolSize: number; preparedStatements?: boolean; idleTransactionTimeoutMs?: number }): Kysely<InboxDatabase>;
   /** Creates the database itself when the server allows it and it is missing. */
   ensureDatabase(url: string): Promise<void>;
-  /** Whether the server runs INSERT ... RETURNING (MariaDB 10.5+ and SQLite do, MySQL does not). */
-  insertReturning(db: Kysely<InboxDatabase>): Promise<boolean>;
   /**
-   * Whether a record batch goes through RECORD_EVENTS_PROCEDURE: one round trip for the transaction
-   * that would otherwise take four. True where migration 0027 created it (MariaDB 10.6 and later).
+   * How this database records new events (see RecordPath), on `db`, the acknowledgement path's
+   * connections; its statements are compiled once, here.
    */
-  recordsBatchesInOneCall(db: Kysely<InboxDatabase>): Promise<boolean>;
+  recordPath(db: Kysely<InboxDatabase>): RecordPath;
   /**
    * After rows were inserted with ids of their own (a copy, a fixture): the next id generated for
    * `table` must come after them. MySQL and SQLite follow the largest id by themselves; a PostgreSQL

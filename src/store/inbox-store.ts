@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
+import type { RecordResult } from '../db/recording/record-path.js';
 import type { EventStatus, InboxDatabase } from '../db/schema.js';
 
 /** The payment an event is about, as recorded with the event. */
@@ -20,11 +21,7 @@ export interface InboxEvent {
   createdAt: Date;
 }
 
-export interface RecordResult {
-  outcome: 'recorded' | 'duplicate';
-  id: number;
-  status: EventStatus;
-}
+export type { RecordResult };
 
 /** Proof of ownership of one event for a bounded time; the token fences every write that follows. */
 export interface Lease {

@@ -4,10 +4,9 @@ import { serverDatabaseName } from '../../config/database-url.js';
 import { MAX_KEY_LENGTH } from '../../model/delivery.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../column-types.js';
-import { RECORD_EVENTS_PROCEDURE } from './record-events-procedure-v1.js';
 import type { InboxDatabase } from '../schema.js';
 import { preparingPool } from './prepared-pool.js';
-import { hasInsertReturning } from './server-version.js';
+import { mysqlRecordPath } from './record-path.js';
 
 const COLUMN_TYPES: ColumnTypes = {
   dialect: 'mysql',
@@ -59,8 +58,6 @@ export const mysqlBackend: StoreBackend = {
   // Row locks let batches commit side by side; InnoDB then shares one log flush between them.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
-  recordsInOneStatement: false,
-  recordsAloneInOneCall: true,
   // Processing ran no cheaper prepared on MariaDB, and mysql2 prepares a statement at first sight.
   prepareEverywhere: false,
 
@@ -114,17 +111,7 @@ export const mysqlBackend: StoreBackend = {
     await connection.end();
   },
 
-  async insertReturning(db) {
-    const { rows } = await sql<{ version: string }>`select version() as version`.execute(db);
-    return hasInsertReturning(rows[0]?.version ?? '');
-  },
-
-  async recordsBatchesInOneCall(db) {
-    const { rows } = await sql<{
-      n: number | string;
-    }>`select count(*) as n from information_schema.routines where routine_schema = database() and routine_name = ${RECORD_EVENTS_PROCEDURE}`.execute(db);
-    return Number(rows[0]?.n) > 0;
-  },
+  recordPath: mysqlRecordPath,
 
   async followInsertedIds() {},
 

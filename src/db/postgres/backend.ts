@@ -4,7 +4,9 @@ import { serverDatabaseName } from '../../config/database-url.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../column-types.js';
 import type { InboxDatabase } from '../schema.js';
+import { recordPathOf } from '../recording/record-path.js';
 import { preparingPool } from './prepared-pool.js';
+import { oneStatementBatch } from './record-in-one-statement.js';
 
 /**
  * Every text column compares with the "C" collation, byte for byte: provider ids are case-sensitive
@@ -122,8 +124,6 @@ export const postgresBackend: StoreBackend = {
   // Row locks let batches commit side by side, and concurrent commits share a WAL flush.
   maxConcurrentBatches: Number.POSITIVE_INFINITY,
   lockingReads: true,
-  recordsInOneStatement: true,
-  recordsAloneInOneCall: false,
   // Processing's statements repeat per batch size, and planning each one again was a large part of
   // the server's CPU per event (bench/HISTORY.md, "Processing in its own thread").
   prepareEverywhere: true,
@@ -163,13 +163,8 @@ export const postgresBackend: StoreBackend = {
     });
   },
 
-  async recordsBatchesInOneCall() {
-    return false;
-  },
-
-  async insertReturning() {
-    return true;
-  },
+  // A batch, or an event alone, is one statement (data-modifying CTEs), which commits by itself.
+  recordPath: (db) => recordPathOf(oneStatementBatch(db)),
 
   async followInsertedIds(db, table) {
     await sql`select setval(pg_get_serial_sequence(${table}, 'id'), coalesce(max(id), 0) + 1, false) from ${sql.table(table)}`.execute(db);

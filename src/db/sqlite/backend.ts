@@ -6,6 +6,8 @@ import { sqliteFilePath } from '../../config/database-url.js';
 import { describeError, StoreUnavailableError } from '../../errors.js';
 import type { StoreBackend } from '../backend.js';
 import type { ColumnTypes } from '../column-types.js';
+import { recordPathOf } from '../recording/record-path.js';
+import { returningBatch } from '../recording/returning.js';
 import type { InboxDatabase } from '../schema.js';
 import { cachingStatements } from './statement-cache.js';
 
@@ -166,8 +168,6 @@ export const sqliteBackend: StoreBackend = {
   // One writer at a time: a second batch would only wait for the first.
   maxConcurrentBatches: 1,
   lockingReads: false,
-  recordsInOneStatement: false,
-  recordsAloneInOneCall: false,
   prepareEverywhere: false,
 
   connect(url) {
@@ -179,14 +179,8 @@ export const sqliteBackend: StoreBackend = {
   // The file and its directory are created when the first connection opens.
   async ensureDatabase() {},
 
-  // better-sqlite3 12 bundles SQLite 3.4x; RETURNING came with 3.35.
-  async insertReturning() {
-    return true;
-  },
-
-  async recordsBatchesInOneCall() {
-    return false;
-  },
+  // INSERT ... RETURNING: better-sqlite3 12 bundles SQLite 3.4x; RETURNING came with 3.35.
+  recordPath: (db) => recordPathOf(returningBatch(db)),
 
   async followInsertedIds() {},
 

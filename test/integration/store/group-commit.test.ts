@@ -8,11 +8,16 @@ import type { CoursePlatformTables } from '../../../src/course-platform/schema.j
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
-import { ConcurrentInsertError, newEventsInsert, recordBatch, type NewEventsInsert, type RecordBatchPath } from '../../../src/store/record.js';
+import { recordBatch, type BatchInsert } from '../../../src/db/recording/record-path.js';
+import { newEventsInsert, returningBatch } from '../../../src/db/recording/returning.js';
+import { callBatch } from '../../../src/db/mysql/record-by-call.js';
+import { ConcurrentInsertError, transactionBatch } from '../../../src/db/mysql/record-in-transaction.js';
+import { hasRecordEventsProcedure, runsInsertReturning } from '../../../src/db/mysql/record-path.js';
+import { newEventsWithBodiesInsert, oneStatementBatch } from '../../../src/db/postgres/record-in-one-statement.js';
 import { mysqlBackend } from '../../../src/db/mysql/backend.js';
 import { hasInsertReturning, recordsBatchesByProcedure } from '../../../src/db/mysql/server-version.js';
 import { openStore } from '../../../src/store/open-store.js';
-import { sqliteBackend } from '../../../src/db/sqlite/backend.js';
+import { backendFor } from '../../../src/db/open-database.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import { RECORD_EVENT_PROCEDURE } from '../../../src/db/mysql/record-event-procedure-v1.js';
 import { RECORD_EVENTS_PROCEDURE } from '../../../src/db/mysql/record-events-procedure-v1.js';
@@ -243,7 +248,8 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
 
     test('the store records a batch of deliveries by one call of the batch procedure (migration 0027), each answered exactly', () =>
       withOwnStore(async (recording) => {
-        assert.equal(await mysqlBackend.recordsBatchesInOneCall(recording.db), true, 'this MariaDB (10.11) is one the migration creates the procedure on');
+        assert.equal(await hasRecordEventsProcedure(recording.db), true, 'this MariaDB (10.11) is one the migration creates the procedure on');
+        assert.equal((await mysqlBackend.recordPath(recording.db).batchInsert()).kind, 'call', 'and the store records batches by calling it');
         // The procedure, renamed, behind one of its name that counts the calls and the events each carried.
         const created = await sql<Record<string, string>>`show create procedure ${sql.raw(RECORD_EVENTS_PROCEDURE)}`.execute(recording.db);
         const definition = created.rows[0]!['Create Procedure']!;
@@ -290,13 +296,13 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       end`.execute(store.db);
       try {
         const requests = ['bcut_beside', 'cut_batch_call'].map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
-        await assert.rejects(recordBatch(store.db, requests, { kind: 'call' }), (error) => {
+        await assert.rejects(recordBatch(requests, callBatch(store.db)), (error) => {
           assert.ok(error instanceof RecordNotStoredError, String(error));
           assert.match(error.message, /razorpay\/cut_batch_call: the database stored 5 of its \d+ payload bytes; not acknowledged/);
           return true;
         });
         for (const name of ['bcut_beside', 'cut_batch_call']) assert.equal(await store.findEvent('razorpay', name), null, `${name}: rolled back, row and body`);
-        const [beside] = await recordBatch(store.db, requests.slice(0, 1), { kind: 'call' });
+        const [beside] = await recordBatch(requests.slice(0, 1), callBatch(store.db));
         assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
       } finally {
         await sql`drop trigger cut_batch_call_payload`.execute(store.db);
@@ -304,25 +310,28 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     });
   }
 
-  test('this MariaDB (10.11) and SQLite record batches with INSERT ... RETURNING', async () => {
-    const backend = suite.backend === 'mysql' ? mysqlBackend : sqliteBackend;
-    assert.equal(await backend.insertReturning(store.db), true);
+  test("each store's backend records batches its own way: this MariaDB (10.11) by the batch procedure, and it runs INSERT ... RETURNING; PostgreSQL in one statement; SQLite with INSERT ... RETURNING", async () => {
+    const kinds = { mysql: 'call', postgres: 'one statement', sqlite: 'returning' } as const;
+    assert.equal((await backendFor(db.url).recordPath(store.db).batchInsert()).kind, kinds[suite.backend]);
+    if (suite.backend === 'mysql') assert.equal(await runsInsertReturning(store.db), true);
   });
 
-  /** PostgreSQL records a batch in one statement (StoreBackend.recordsInOneStatement). */
+  /** PostgreSQL records a batch in one statement, where the other stores insert with RETURNING. */
   const oneStatement = suite.backend === 'postgres';
 
-  /** Each way a record batch can insert (RecordBatchPath), where this store has it; by its test name and its rows' tag. */
-  const batchPaths: Array<{ kind: RecordBatchPath['kind']; name: string; tag: string }> = [
-    { kind: 'returning', name: 'INSERT ... RETURNING', tag: 'ret' },
+  /** Each way a record batch can insert (BatchInsert), where this store has it; by its test name and its rows' tag. */
+  const batchPaths: Array<{ kind: BatchInsert['kind']; name: string; tag: string }> = [
+    oneStatement ? { kind: 'one statement', name: 'one statement (PostgreSQL)', tag: 'ret' } : { kind: 'returning', name: 'INSERT ... RETURNING', tag: 'ret' },
     ...(suite.backend === 'mysql' ? [{ kind: 'call' as const, name: 'one call of the procedure (migration 0027)', tag: 'call' }] : []),
     { kind: 'transaction', name: 'a transaction (MySQL, no RETURNING)', tag: 'tx' },
   ];
-  /** The RecordBatchPath of `kind`, its statements run on `db`. */
-  const batchPath = (kind: RecordBatchPath['kind'], db = store.db): RecordBatchPath => (kind === 'returning' ? { kind, insert: newEventsInsert(db, oneStatement) } : { kind });
+  /** The BatchInsert of `kind`, its statements run on `db`. */
+  const batchInsert = (kind: BatchInsert['kind'], db = store.db): BatchInsert =>
+    ({ returning: returningBatch, 'one statement': oneStatementBatch, call: callBatch, transaction: transactionBatch })[kind](db);
 
   for (const { kind, name: path, tag } of batchPaths) {
-    const returning = kind === 'returning';
+    /** Whether the batch reads the rows of the events it did not insert, after it inserted the others. */
+    const readsAfter = kind === 'returning' || kind === 'one statement';
     const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
 
     test(`recordBatch through ${path}: new, repeated, stored and archived events, each answered exactly`, async () => {
@@ -351,8 +360,8 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       };
       const names = [`rb_${tag}_b`, `rb_${tag}_a`, `rb_${tag}_stored`, `rb_${tag}_b`, `rb_${tag}_archived`];
       const watched = store.db.withPlugin(counter);
-      const insert = batchPath(kind, watched);
-      const results = await recordBatch(watched, requests(names), insert);
+      const insert = batchInsert(kind, watched);
+      const results = await recordBatch(requests(names), insert);
       assert.deepEqual(
         results.map((r) => r?.outcome),
         ['recorded', 'recorded', 'duplicate', 'duplicate', 'duplicate'],
@@ -367,25 +376,25 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
           ? ['SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode', 'InsertQueryNode', 'SelectQueryNode']
           : kind === 'call'
             ? ['CompiledQuery']
-            : oneStatement
+            : kind === 'one statement'
               ? ['SelectQueryNode']
               : ['InsertQueryNode', 'InsertQueryNode'];
       assert.deepEqual(
         statements,
-        returning ? [...inserts, 'SelectQueryNode'] : inserts,
+        readsAfter ? [...inserts, 'SelectQueryNode'] : inserts,
         'the events and their bodies inserted (in one statement on PostgreSQL, by one call of the procedure), and with RETURNING one read for the events it did not insert',
       );
 
       statements.length = 0;
-      await recordBatch(watched, requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
+      await recordBatch(requests([`rb_${tag}_c`, `rb_${tag}_d`]), insert);
       if (kind !== 'transaction') assert.deepEqual(statements, inserts, 'a batch of new events is their rows and their bodies: two statements, or one');
     });
 
     test(`recordBatch through ${path}: two batches racing on the same events record each one once`, async () => {
       const names = Array.from({ length: 30 }, (_, i) => `rb_race_${tag}_${i}`);
       const orders = [names, [...names].reverse()];
-      const insert = batchPath(kind);
-      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(store.db, requests(order), insert)));
+      const insert = batchInsert(kind);
+      const outcomes = await Promise.allSettled(orders.map((order) => recordBatch(requests(order), insert)));
       const answers = outcomes.flatMap((outcome, batch) => {
         if (outcome.status === 'fulfilled') return (outcome.value as RecordResult[]).map((result, i) => ({ name: orders[batch]![i]!, ...result }));
         // A transaction that reads before it inserts and meets the other's rows cannot tell its own: it gives up, and the store records its events one by one.
@@ -439,15 +448,17 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
 
   test('a payload the database stores with another size is not acknowledged: the batch rolls back whole, and recorded alone the event is refused', async () => {
     const requests = (names: string[]) => names.map((name) => ({ event: verified(name), paymentId: null, receivedAt: toDbTime(clock.now()) }));
-    const insert = newEventsInsert(store.db, oneStatement);
     // A driver or server that loses bytes on the way in.
     const cut = <Row extends { payload: string }>(rows: Row[]) => rows.map((row) => (row.payload.includes('cut_') ? { ...row, payload: row.payload.slice(0, 5) } : row));
-    const cutting: NewEventsInsert = {
-      ...insert,
-      bodies: (rows, runner) => insert.bodies(cut(rows), runner),
-      together: insert.together && ((rows, runner) => insert.together!(cut(rows), runner)),
+    const cutting = (): BatchInsert => {
+      if (oneStatement) {
+        const statement = newEventsWithBodiesInsert(store.db);
+        return oneStatementBatch(store.db, (rows, runner) => statement(cut(rows), runner));
+      }
+      const insert = newEventsInsert(store.db);
+      return returningBatch(store.db, { ...insert, bodies: (rows, runner) => insert.bodies(cut(rows), runner) });
     };
-    await assert.rejects(recordBatch(store.db, requests(['cut_batch', 'gc_beside_cut']), { kind: 'returning', insert: cutting }), (error) => {
+    await assert.rejects(recordBatch(requests(['cut_batch', 'gc_beside_cut']), cutting()), (error) => {
       assert.ok(error instanceof RecordNotStoredError);
       assert.match(error.message, /razorpay\/cut_batch: the database stored 5 of its \d+ payload bytes; not acknowledged/);
       return true;
@@ -463,7 +474,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         ).n,
       );
     assert.equal(await rowsOf('webhook_event_bodies'), await rowsOf('webhook_events'), 'one body per event');
-    const [beside] = await recordBatch(store.db, requests(['gc_beside_cut']), { kind: 'returning', insert });
+    const [beside] = await recordBatch(requests(['gc_beside_cut']), oneStatement ? oneStatementBatch(store.db) : returningBatch(store.db));
     assert.equal(beside?.outcome, 'recorded', 'the other event, recorded again, is stored');
   });
 

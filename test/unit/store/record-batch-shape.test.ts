@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DummyDriver, Kysely, MysqlAdapter, MysqlIntrospector, MysqlQueryCompiler, type CompiledQuery } from 'kysely';
-import { newBodyRow, newEventRow, newEventsInsert, recordBatchShape } from '../../../src/store/record.js';
-import { MAX_RECORD_BATCH } from '../../../src/store/record.js';
+import { newBodyRow, newEventRow } from '../../../src/db/recording/new-event.js';
+import { newEventsInsert } from '../../../src/db/recording/returning.js';
+import { MAX_RECORD_BATCH, recordBatchShape } from '../../../src/store/record.js';
 import { MAX_PREPARED_PARAMETERS } from '../../../src/db/mysql/prepared-pool.js';
 import type { InboxDatabase } from '../../../src/db/schema.js';
 
@@ -31,7 +32,7 @@ test("the largest record batch's statement is small enough to run prepared on My
     },
   });
   const event = (i: number) => ({ provider: 'stripe' as const, eventId: `evt_${i}`, eventType: 'charge.succeeded', payload: '{}', headers: {} });
-  const insert = newEventsInsert(db, false);
+  const insert = newEventsInsert(db);
   const requests = Array.from({ length: MAX_RECORD_BATCH }, (_, i) => ({ event: event(i), paymentId: null, receivedAt: '2026-12-02 00:00:00.000' }));
   await insert.events(requests.map(newEventRow));
   await insert.bodies(requests.map((request, i) => newBodyRow(i + 1, request.event)));
