@@ -51,6 +51,13 @@ module.exports = {
       from: { path: '^src/', pathNot: pattern(LAYERS.flat()) },
       to: {},
     },
+    {
+      name: 'databases-behind-the-backend',
+      severity: 'error',
+      comment: "a database's own code (db/mysql, db/postgres, db/sqlite) is reached through its StoreBackend: only db/ imports it",
+      from: { path: '^src/', pathNot: '^src/db/' },
+      to: { path: '^src/db/(mysql|postgres|sqlite)/' },
+    },
     ...layerRules,
   ],
   options: {
