@@ -4,7 +4,8 @@ import type pg from 'pg';
 
 /**
  * Statements held prepared per connection. The acknowledgement path runs a few shapes (one per
- * record batch size, see recordBatchShape, and the compiled statements of record.ts), far fewer.
+ * record batch size, see recordBatchShape, and the compiled statements of record-in-one-statement.ts),
+ * far fewer.
  */
 export const MAX_PREPARED_PER_CONNECTION = 64;
 
