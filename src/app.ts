@@ -34,7 +34,7 @@ import { WorkerPool } from './processing/worker-pool.js';
 import { BackgroundWorkers } from './processing/background-workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
-import type { EventQueue } from './queue/queue.js';
+import { queueEnds, type EventPublisher, type EventQueue, type EventSubscriber } from './queue/queue.js';
 import { openStore } from './store/open-store.js';
 import type { InboxStore } from './store/inbox-store.js';
 
@@ -64,10 +64,13 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
   /** Your own outbox transports by kind, added to (or replacing) those of the domains. */
   transports?: OutboxTransports;
   /**
-   * How recorded events are announced to the workers, instead of the transport REDIS_URL chooses
-   * (`serve` announces to its workers' thread over a message port).
+   * How recorded events are announced to the workers, instead of the transport REDIS_URL chooses: a
+   * transport with both ends (EventQueue), or one end alone, when the other runs elsewhere: a
+   * publisher for an inbox that only receives, a subscriber for one whose workers hear of events
+   * recorded by another (`serve` announces to its workers' thread over a message port). The end not
+   * given is none: this inbox announces nothing, or its workers find events through the sweeper alone.
    */
-  queue?: EventQueue;
+  queue?: EventQueue | EventPublisher | EventSubscriber;
   /**
    * While it returns true, the workers start no more than WORKER_YIELD_CONCURRENCY events at a time,
    * leaving the cores to something more urgent (`serve` passes whether its request thread is busy).
@@ -141,11 +144,11 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
     metrics,
   });
   const yielding = options.yieldWhile ? { active: options.yieldWhile, concurrency: processing.yieldConcurrency } : null;
-  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger, yielding);
-  const queue = options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
+  const pool = new WorkerPool({ work: (id) => processor.process(id), concurrency: processing.concurrency, logger, yielding });
+  const queue = queueEnds(options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger }));
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
-  const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
-  const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
+  const sweeper = new Sweeper({ store, workers: pool, logger, overdueMs: processing.sweepIntervalMs });
+  const workers = new BackgroundWorkers({ subscriber: queue.subscriber, pool, sweeper, processor, sweepIntervalMs: processing.sweepIntervalMs, logger });
   const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;

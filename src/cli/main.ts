@@ -46,7 +46,7 @@ program
     setHeapGrowth(config.heapGrowthPercent);
     const { processing } = config;
     const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
-    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue, logger: serviceLogger(reading) });
+    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.publisher, logger: serviceLogger(reading) });
     const { app, inbox } = servers;
     if (thread) {
       thread.start(inbox);
