@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import { ProcessingThread } from '../../../src/cli/processing-thread.js';
+import { ProcessingThread } from '../../../src/service/processing-thread.js';
 import { systemClock } from '../../../src/clock.js';
 import { InFlight } from '../../../src/observability/in-flight.js';
 import type { InboxMetrics } from '../../../src/observability/metrics.js';

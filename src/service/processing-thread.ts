@@ -11,6 +11,7 @@ import type { Inbox } from '../inbox.js';
 import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
 import { RequestLoad, type OverloadThresholds } from '../processing/request-load.js';
+import type { WorkersElsewhere } from './service.js';
 
 /** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
 const ROLE = 'webhook-inbox workers';
@@ -62,7 +63,7 @@ const LOAD_INTERVAL_MS = 250;
  * process does, on its own connections; recorded events reach it over a message port (or Redis), and
  * its metrics come back to be scraped with the request thread's.
  */
-export class ProcessingThread {
+export class ProcessingThread implements WorkersElsewhere {
   /** Where the request thread announces recorded events; undefined when Redis carries them. */
   readonly publisher: MessagePortPublisher | undefined;
   private worker: Worker | null = null;
@@ -95,6 +96,7 @@ export class ProcessingThread {
     this.stopMeasuring?.();
     const worker = this.worker;
     if (!worker) return;
+    // What the request thread announced reaches the thread before it is told to stop.
     await this.publisher?.close();
     const exited = once(worker, 'exit');
     worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
