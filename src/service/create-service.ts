@@ -9,8 +9,7 @@ import { Service } from './service.js';
  * - `serve`: the webhook listener, the management listener when MANAGEMENT_PORT is set, the
  *   dashboard, the scheduled jobs and the workers;
  * - `serve-with-thread`: the same, the workers in a thread of their own (WORKER_THREAD). The thread
- *   runs the inbox `config` describes: the options' domains, handlers, applier and metrics stay
- *   with the request thread;
+ *   runs the inbox `config` describes: the options' domains, handlers and applier do not reach it;
  * - `receive`: `serve` without workers (`serve --no-workers`): other processes process the events;
  * - `work`: the workers alone, with the management listener when MANAGEMENT_PORT is set
  *   (`webhook-inbox worker`).
