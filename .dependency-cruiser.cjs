@@ -19,7 +19,7 @@ const LAYERS = [
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
   ['src/admin/'], // the operator dashboard's logic: access, event list, audited actions, overview figures
   ['src/http/'], // fastify routes
-  ['src/app.ts'], // the composition root
+  ['src/app.ts', 'src/service/'], // the composition root, and the service: its parts started and stopped in one order, its listeners, the workers' thread
   ['src/cli/', 'src/index.ts'], // the command line and the library surface
 ];
 

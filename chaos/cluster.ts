@@ -23,7 +23,7 @@ export interface ClusterOptions {
 
 /** A worker's log line when fencing refused its commit (src/processing/processor.ts). */
 const LEASE_LOST = 'lease lost before commit';
-/** A receiver's log line when its workers' thread died on its own (src/cli/processing-thread.ts). */
+/** A receiver's log line when its workers' thread died on its own (src/service/processing-thread.ts). */
 const THREAD_EXITED = "the workers' thread exited";
 
 export type ProcessingKind = 'worker' | 'receiver thread';

@@ -21,6 +21,7 @@ import { WebhookListener } from './http/webhook-listener.js';
 import type { RejectedDelivery } from './http/delivery-answer.js';
 import { Inbox } from './inbox.js';
 import { scheduleOperations } from './ops/schedule.js';
+import { Service, type ServiceParts } from './service/service.js';
 import { createLogger } from './observability/logger.js';
 import type { InboxMetrics } from './observability/metrics.js';
 import { PrometheusMetrics } from './observability/prometheus.js';
@@ -34,7 +35,7 @@ import { WorkerPool } from './processing/worker-pool.js';
 import { BackgroundWorkers } from './processing/background-workers.js';
 import { ProviderRegistry } from './providers/registry.js';
 import { openQueue } from './queue/open-queue.js';
-import type { EventQueue } from './queue/queue.js';
+import { queueEnds, type EventPublisher, type EventQueue, type EventSubscriber } from './queue/queue.js';
 import { openStore } from './store/open-store.js';
 import type { InboxStore } from './store/inbox-store.js';
 
@@ -64,10 +65,13 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
   /** Your own outbox transports by kind, added to (or replacing) those of the domains. */
   transports?: OutboxTransports;
   /**
-   * How recorded events are announced to the workers, instead of the transport REDIS_URL chooses
-   * (`serve` announces to its workers' thread over a message port).
+   * How recorded events are announced to the workers, instead of the transport REDIS_URL chooses: a
+   * transport with both ends (EventQueue), or one end alone, when the other runs elsewhere: a
+   * publisher for an inbox that only receives, a subscriber for one whose workers hear of events
+   * recorded by another (`serve` announces to its workers' thread over a message port). The end not
+   * given is none: this inbox announces nothing, or its workers find events through the sweeper alone.
    */
-  queue?: EventQueue;
+  queue?: EventQueue | EventPublisher | EventSubscriber;
   /**
    * While it returns true, the workers start no more than WORKER_YIELD_CONCURRENCY events at a time,
    * leaving the cores to something more urgent (`serve` passes whether its request thread is busy).
@@ -141,11 +145,11 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
     metrics,
   });
   const yielding = options.yieldWhile ? { active: options.yieldWhile, concurrency: processing.yieldConcurrency } : null;
-  const pool = new WorkerPool((id) => processor.process(id), processing.concurrency, logger, yielding);
-  const queue = options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger });
+  const pool = new WorkerPool({ work: (id) => processor.process(id), concurrency: processing.concurrency, logger, yielding });
+  const queue = queueEnds(options.queue ?? openQueue(config.redis, { consumer: owner, leaseMs: processing.leaseMs, sweepIntervalMs: processing.sweepIntervalMs, logger }));
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
-  const sweeper = new Sweeper(store, pool, logger, processing.sweepIntervalMs);
-  const workers = new BackgroundWorkers(queue, pool, sweeper, processor, processing.sweepIntervalMs, logger);
+  const sweeper = new Sweeper({ store, workers: pool, logger, overdueMs: processing.sweepIntervalMs });
+  const workers = new BackgroundWorkers({ subscriber: queue.subscriber, pool, sweeper, processor, sweepIntervalMs: processing.sweepIntervalMs, logger });
   const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
@@ -156,7 +160,8 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
  * MANAGEMENT_PORT set, `management` (MANAGEMENT_HOST, MANAGEMENT_PORT) answers /readyz, /metrics and
  * /admin, and `app` nothing but the webhooks and /healthz. Without it, `management` is null and `app`
  * answers every route, /readyz without its checks' errors. Neither listens yet. Closing `app` stops
- * the webhooks first, then closes `management`, then stops the inbox.
+ * the rest in the service's order (see Service.stop): `management`, then the inbox's workers, then
+ * its queue and its store.
  */
 export interface InboxServers {
   app: FastifyInstance;
@@ -165,6 +170,15 @@ export interface InboxServers {
 
 /** The webhook server and, when MANAGEMENT_PORT is set, the management server, for `inbox` (see InboxServers). */
 export async function createServers(config: Config, inbox: Inbox): Promise<InboxServers> {
+  // The inbox's workers are the caller's to start; closing `app` stops them with the rest.
+  return closedWithWebhooks({ config, inbox, ...(await serviceServers(config, inbox)), processing: null, schedule: null });
+}
+
+/**
+ * The servers of a service on `inbox`, and what they run besides: the dashboard's bulk replays and the
+ * per-minute delivery counts. Nothing is started, and nothing stops with the servers: a Service does both.
+ */
+async function serviceServers(config: Config, inbox: Inbox): Promise<Pick<ServiceParts, 'management' | 'bulkReplays' | 'statistics'> & { webhooks: FastifyInstance }> {
   const stats = inbox.metrics instanceof DeliveryStatsRecorder ? inbox.metrics : null;
   const webhookOptions = {
     inbox,
@@ -188,18 +202,21 @@ export async function createServers(config: Config, inbox: Inbox): Promise<Inbox
   } else {
     inbox.logger.info('admin dashboard off (/admin answers 404); to turn it on set ADMIN_TOKENS=name:operator:<token of 32+ characters> (see docs/operations.md)');
   }
-  app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));
-  // onClose hooks run last-added first (a plugin's after the root's): bulk replays stop before the store closes.
-  if (dashboard) app.addHook('onClose', () => dashboard.actions.stop());
-  if (stats) {
-    stats.start();
-    // onClose hooks run last-added first: the last counts are written before the store closes.
-    app.addHook('onClose', () => stats.stop());
+  return { webhooks: app, management, bulkReplays: dashboard?.actions ?? null, statistics: stats };
+}
+
+/**
+ * The parts of a service that receives the webhooks on `inbox` (see ServiceParts): its servers, what
+ * they run besides, and the scheduled jobs; `processing` says who processes the events.
+ */
+export async function receivingServiceParts(config: Config, inbox: Inbox, processing: ServiceParts['processing']): Promise<ServiceParts & { webhooks: FastifyInstance }> {
+  for (const { name, variables } of inbox.providers.unconfigured()) {
+    inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
   }
-  // Fastify's own onClose runs before any: the webhook port stops taking requests and finishes those
-  // it has. The management listener then does the same, while the store its routes read is open.
-  if (management) app.addHook('onClose', () => management.close());
-  return { app, management };
+  const servers = await serviceServers(config, inbox);
+  const jobs = config.admin ? [adminRetentionJob(inbox.store.db, inbox.clock, config.admin)] : [];
+  const schedule = () => scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox, jobs });
+  return { config, inbox, ...servers, processing, schedule };
 }
 
 /**
@@ -222,6 +239,14 @@ export async function createServer(config: Config, inbox: Inbox): Promise<Fastif
   return (await createServers(config, inbox)).app;
 }
 
+/** Starts the service of `parts`, whose listeners the caller opens; closing its webhook server stops the rest in order. */
+function closedWithWebhooks(parts: ServiceParts & { webhooks: FastifyInstance }): InboxServers {
+  const service = new Service(parts);
+  service.start();
+  parts.webhooks.addHook('onClose', () => service.stopBehindWebhooks(parts.config.shutdownTimeoutMs));
+  return { app: parts.webhooks, management: parts.management };
+}
+
 export interface AppOptions<DB extends InboxDatabase = InboxDatabase> extends InboxOptions<DB> {
   /** false: receive only (`serve --no-workers`), separate worker processes do the processing. */
   workers?: boolean;
@@ -229,20 +254,13 @@ export interface AppOptions<DB extends InboxDatabase = InboxDatabase> extends In
 
 /**
  * Inbox plus servers (see InboxServers: `management` is null unless MANAGEMENT_PORT is set), migrated
- * (unless disabled) and with workers running, not yet listening.
+ * (unless disabled), with the workers and the scheduled jobs running, not yet listening: the service
+ * `serve` runs (see Service), whose stop closing `app` runs.
  */
 export async function createApp<DB extends InboxDatabase = InboxDatabase>(config: Config, options: AppOptions<DB> = {}): Promise<InboxServers & { inbox: Inbox }> {
   const inbox = await openInbox(config, options);
-  for (const { name, variables } of inbox.providers.unconfigured()) {
-    inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
-  }
-  const { app, management } = await createServers(config, inbox);
-  if (options.workers !== false) inbox.start();
-  const jobs = config.admin ? [adminRetentionJob(inbox.store.db, inbox.clock, config.admin)] : [];
-  const operations = scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox, jobs });
-  // onClose hooks run last-added first: the jobs stop before the inbox closes the store.
-  app.addHook('onClose', () => operations.stop());
-  return { app, management, inbox };
+  const servers = closedWithWebhooks(await receivingServiceParts(config, inbox, options.workers === false ? null : 'inbox'));
+  return { ...servers, inbox };
 }
 
 /** Workers only, no HTTP (`webhook-inbox worker`): migrated (unless disabled) and running. */
@@ -252,7 +270,8 @@ export async function startWorkers<DB extends InboxDatabase = InboxDatabase>(con
   return inbox;
 }
 
-async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
+/** An inbox as a service runs it: migrated (unless MIGRATE_ON_START=false), its store named in the log and its settings' risks warned about. */
+export async function openInbox<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): Promise<Inbox> {
   const inbox = createInbox(config, options);
   if (config.migrateOnStart) {
     try {

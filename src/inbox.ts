@@ -9,7 +9,7 @@ import type { Processor } from './processing/processor.js';
 import type { BackgroundWorkers } from './processing/background-workers.js';
 import type { RawDelivery, VerifiedEvent } from './model/delivery.js';
 import type { ProviderRegistry } from './providers/registry.js';
-import type { EventQueue } from './queue/queue.js';
+import type { QueueEnds } from './queue/queue.js';
 import type { InboxStore, RecordResult } from './store/inbox-store.js';
 
 export interface ReceiveResult {
@@ -41,7 +41,7 @@ export interface InboxParts {
   store: InboxStore;
   providers: ProviderRegistry;
   processor: Processor;
-  queue: EventQueue;
+  queue: QueueEnds;
   workers: BackgroundWorkers;
   settings: ProcessingSettings;
   clock: Clock;
@@ -54,7 +54,8 @@ export class Inbox {
   readonly store: InboxStore;
   readonly providers: ProviderRegistry;
   readonly processor: Processor;
-  readonly queue: EventQueue;
+  /** How recorded events are announced (`publisher`) and how this process's workers hear of them (`subscriber`). */
+  readonly queue: QueueEnds;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: InboxMetrics;
@@ -101,7 +102,7 @@ export class Inbox {
   async receive(event: VerifiedEvent): Promise<ReceiveResult> {
     const recorded = await this.record(event);
     if (this.settings.mode === 'inline') await this.processInline(recorded);
-    else if (recorded.status !== 'processed') this.queue.publish(recorded.id);
+    else if (recorded.status !== 'processed') this.queue.publisher?.publish(recorded.id);
     return { outcome: recorded.outcome, provider: event.provider, eventId: event.eventId };
   }
 
@@ -157,13 +158,27 @@ export class Inbox {
   start(): void {
     this.workers.start();
     for (const component of this.components) component.start();
-    this.logger.info({ transport: this.queue.transport }, 'workers started');
+    this.logger.info({ transport: this.queue.subscriber?.transport ?? null }, 'workers started');
   }
 
-  /** Stops taking work, finishes or gives back in-flight events (bounded), then closes connections. */
+  /** Stops taking work and finishes or gives back in-flight events (stopWorkers), then closes the queue, then the store. */
   async stop(timeoutMs: number): Promise<void> {
-    await Promise.all([this.workers.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
-    await this.queue.close();
+    await this.stopWorkers(timeoutMs);
+    await this.closeQueue();
     await this.store.close();
+  }
+
+  /**
+   * The workers and the attached components stop taking work and finish what they hold for up to
+   * `timeoutMs`; the workers then give back the leases of the events still in flight.
+   */
+  async stopWorkers(timeoutMs: number): Promise<void> {
+    await Promise.all([this.workers.stop(timeoutMs), ...this.components.map((c) => c.stop(timeoutMs))]);
+  }
+
+  /** Closes both ends of the queue, once each (one object is often both): a publisher hands on what it still holds. */
+  async closeQueue(): Promise<void> {
+    const ends = new Set([this.queue.publisher, this.queue.subscriber].filter((end) => end !== null));
+    await Promise.all([...ends].map((end) => end.close()));
   }
 }

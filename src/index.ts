@@ -9,7 +9,7 @@ export { webhookRoutes } from './http/webhook-routes.js';
 export { livenessRoute, opsRoutes, type OpsRoutesOptions } from './http/ops-routes.js';
 export { createLogger, flushed } from './observability/logger.js';
 export type { InboxMetrics, DeliveryResult, AttemptResult, AdminSignInVia, AdminSignInRefusal } from './observability/metrics.js';
-export type { EventQueue, EventConsumer, QueueTransport } from './queue/queue.js';
+export type { EventQueue, EventPublisher, EventSubscriber, EventConsumer, QueueEnds, QueueTransport } from './queue/queue.js';
 export { PrometheusMetrics } from './observability/prometheus.js';
 export type { InFlight } from './observability/in-flight.js';
 export type { Readiness, ReadinessCheck, ReadinessReport } from './observability/readiness.js';

@@ -23,6 +23,22 @@ export function reasonOf(value: unknown): string {
   return value.trim();
 }
 
+/** What AdminActions works with (AdminDashboard builds it from the inbox it shows). */
+export interface AdminActionsOptions {
+  /** Where the bulk replays' progress is kept, for every process to show. */
+  db: Kysely<InboxDatabase>;
+  clock: Clock;
+  /** Replays through the same code as the CLI's `replay`. */
+  replayer: Replayer;
+  /** The outbox whose failed or skipped messages a retry makes due again. */
+  outbox: OutboxStore;
+  /** Where each action is recorded with its actor, reason and result. */
+  audit: AuditLog;
+  logger: Logger;
+  /** This process, as bulk_replays.runner shows it. */
+  runner: string;
+}
+
 /**
  * The changes an operator makes through /admin: replays (one, or many by filter, run by the process
  * that was asked, with progress and cancel in the database for every process), outbox retries. Each
@@ -32,31 +48,34 @@ export class AdminActions {
   readonly bulkJobs: BulkReplayJobs;
   /** The bulk replays this process runs, so a shutdown can stop them. */
   private readonly running = new Map<string, { stop: boolean; ended: Promise<void> }>();
+  private readonly db: Kysely<InboxDatabase>;
+  private readonly replayer: Replayer;
+  private readonly outbox: OutboxStore;
+  private readonly audit: AuditLog;
+  private readonly logger: Logger;
+  private readonly runner: string;
 
-  constructor(
-    private readonly db: Kysely<InboxDatabase>,
-    private readonly clock: Clock,
-    private readonly replayer: Replayer,
-    private readonly outbox: OutboxStore,
-    private readonly audit: AuditLog,
-    private readonly logger: Logger,
-    /** This process, as bulk_replays.runner shows it. */
-    private readonly runner: string,
-  ) {
-    this.bulkJobs = new BulkReplayJobs(db, clock);
+  constructor(options: AdminActionsOptions) {
+    ({ db: this.db, replayer: this.replayer, outbox: this.outbox, audit: this.audit, logger: this.logger, runner: this.runner } = options);
+    this.bulkJobs = new BulkReplayJobs(options.db, options.clock);
   }
 
   /** A dry run writes nothing but shows the payment change; a real one is audited with its result. */
   async replay(actor: Actor, id: number, dryRun: boolean, reason: string | undefined): Promise<ReplayItem> {
     const report = await this.replayer.runOnce({ kind: 'rows', ids: [id] }, { dryRun, actor: actor.name, reason });
     const item = report.items[0]!;
-    if (!dryRun) await this.audit.record(actor, 'replay', `event ${id}`, reason ?? null, replayResultText(item));
+    if (!dryRun) await this.audit.record(actor, { action: 'replay', target: `event ${id}`, reason: reason ?? null, result: replayResultText(item) });
     return item;
   }
 
   async retryOutbox(actor: Actor, id: number, reason: string): Promise<number> {
     const reset = await this.outbox.retry({ id });
-    await this.audit.record(actor, 'outbox_retry', `outbox ${id}`, reason, reset === 1 ? 'made due again' : 'not retryable (not failed or skipped)');
+    await this.audit.record(actor, {
+      action: 'outbox_retry',
+      target: `outbox ${id}`,
+      reason,
+      result: reset === 1 ? 'made due again' : 'not retryable (not failed or skipped)',
+    });
     return reset;
   }
 
@@ -85,7 +104,7 @@ export class AdminActions {
     if (ids.length !== expectedCount) throw new AdminInputError('expectedCount', `the filter now selects ${ids.length} events, not ${expectedCount}; count again`);
     const id = randomUUID();
     await this.bulkJobs.create({ id, actor: actor.name, reason, filter, total: ids.length, runner: this.runner });
-    await this.audit.record(actor, 'bulk_replay_started', `bulk ${id}`, reason, `${ids.length} events selected`);
+    await this.audit.record(actor, { action: 'bulk_replay_started', target: `bulk ${id}`, reason, result: `${ids.length} events selected` });
     const control = { stop: false, ended: Promise.resolve() };
     control.ended = this.runBulk(actor, id, ids, reason, control).finally(() => this.running.delete(id));
     this.running.set(id, control);
@@ -125,7 +144,12 @@ export class AdminActions {
     const { processed, failed, skipped } = counts;
     try {
       await this.bulkJobs.finish(id, state, error);
-      await this.audit.record(actor, `bulk_replay_${state}`, `bulk ${id}`, reason, `${done}/${ids.length}: ${processed} processed, ${failed} failed, ${skipped} skipped`);
+      await this.audit.record(actor, {
+        action: `bulk_replay_${state}`,
+        target: `bulk ${id}`,
+        reason,
+        result: `${done}/${ids.length}: ${processed} processed, ${failed} failed, ${skipped} skipped`,
+      });
     } catch (failure) {
       this.logger.error({ err: failure, job: id }, 'bulk replay ended but its end or audit row was not written');
     }
@@ -141,13 +165,12 @@ export class AdminActions {
     if (!before) return null;
     if (before.state !== 'running' && before.state !== 'interrupted') return before;
     const job = await this.bulkJobs.requestCancel(before);
-    await this.audit.record(
-      actor,
-      'bulk_replay_cancel',
-      `bulk ${id}`,
-      null,
-      `asked after ${before.done}/${before.total}${before.state === 'interrupted' ? ' (its process had stopped)' : ''}`,
-    );
+    await this.audit.record(actor, {
+      action: 'bulk_replay_cancel',
+      target: `bulk ${id}`,
+      reason: null,
+      result: `asked after ${before.done}/${before.total}${before.state === 'interrupted' ? ' (its process had stopped)' : ''}`,
+    });
     return job;
   }
 

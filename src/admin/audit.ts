@@ -7,6 +7,18 @@ import { isoTime } from './event-list.js';
 /** One audit row as shown: its time in ISO 8601. */
 export type AdminAction = Omit<Selectable<AdminActionsTable>, 'id'>;
 
+/** One change as the audit log records it, beside who made it. */
+export interface AuditEntry {
+  /** What was done: `replay`, `outbox_retry`, `bulk_replay_started`, ... */
+  action: string;
+  /** What it was done to: `event 12`, `outbox 3`, `bulk <id>`. */
+  target: string;
+  /** Why, in the operator's words; null where the action asks for none. */
+  reason: string | null;
+  /** What came of it, in words; null when nothing is to be said. */
+  result: string | null;
+}
+
 /** Every change made through /admin, with who (token name or proxy user), their role, and why. */
 export class AuditLog {
   constructor(
@@ -14,7 +26,7 @@ export class AuditLog {
     private readonly clock: Clock,
   ) {}
 
-  async record(actor: Actor, action: string, target: string, reason: string | null, result: string | null): Promise<void> {
+  async record(actor: Actor, { action, target, reason, result }: AuditEntry): Promise<void> {
     await this.db
       .insertInto('admin_actions')
       .values({ actor: actor.name, role: actor.role, action, target, reason, result, at: toDbTime(this.clock.now()) })

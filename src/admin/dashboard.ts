@@ -57,6 +57,14 @@ export class AdminDashboard {
     this.audit = new AuditLog(this.db, this.clock);
     this.outbox = new OutboxStore(this.db, this.clock);
     const replayer = new Replayer({ db: this.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: this.clock });
-    this.actions = new AdminActions(this.db, this.clock, replayer, this.outbox, this.audit, inbox.logger, `${hostname()}:${process.pid}`);
+    this.actions = new AdminActions({
+      db: this.db,
+      clock: this.clock,
+      replayer,
+      outbox: this.outbox,
+      audit: this.audit,
+      logger: inbox.logger,
+      runner: `${hostname()}:${process.pid}`,
+    });
   }
 }

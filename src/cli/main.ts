@@ -2,7 +2,7 @@ import '../supported-node.js';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Logger } from 'pino';
-import { createApp, createManagementServer, migrateStore, startWorkers } from '../app.js';
+import { migrateStore } from '../app.js';
 import { maskedConfig, maskedVariables, variableLines } from '../config/display.js';
 import { describeError } from '../errors.js';
 import { OperationError } from '../ops/errors.js';
@@ -18,9 +18,9 @@ import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE, serviceLogger, withInbox } from './context.js';
 import { setHeapGrowth } from './heap-growth.js';
-import { listenManagement, listenServers } from './listen.js';
 import { printJson } from './output.js';
-import { ProcessingThread } from './processing-thread.js';
+import { createService } from '../service/create-service.js';
+import type { Service } from '../service/service.js';
 
 /** The package's own version; package.json sits two levels up from src/cli and from dist/cli alike. */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -45,23 +45,11 @@ program
     const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
     const { processing } = config;
-    const thread = options.workers && processing.mode === 'background' && processing.thread.enabled ? new ProcessingThread(config) : null;
-    const servers = await createApp(config, { workers: options.workers && !thread, queue: thread?.queue, logger: serviceLogger(reading) });
-    const { app, inbox } = servers;
-    if (thread) {
-      thread.start(inbox);
-      // onClose hooks run last-added first: the thread finishes its events before the inbox closes the store.
-      app.addHook('onClose', () => thread.stop(config.shutdownTimeoutMs));
-    }
-    // Closing the webhook server stops taking requests, waits for those in flight, closes the
-    // management listener likewise, then stops the inbox.
-    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, () => app.close());
-    try {
-      await listenServers(config, servers, inbox.logger);
-    } catch (error) {
-      await app.close();
-      throw error;
-    }
+    const threaded = processing.mode === 'background' && processing.thread.enabled;
+    await run(
+      await createService(config, { role: !options.workers ? 'receive' : threaded ? 'serve-with-thread' : 'serve', logger: serviceLogger(reading) }),
+      config.shutdownTimeoutMs,
+    );
   });
 
 program
@@ -71,23 +59,20 @@ program
     const reading = configOrExit({ unknownVariables: 'returned' });
     const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
-    const inbox = await startWorkers(config, { logger: serviceLogger(reading) });
-    // Probes and its own processing metrics (counted in this process only), where MANAGEMENT_PORT asks.
-    const management = config.management ? await createManagementServer(config, inbox) : null;
-    const stop = async () => {
-      await management?.close();
-      await inbox.stop(config.shutdownTimeoutMs);
-    };
-    stopOnSignal(inbox.logger, config.shutdownTimeoutMs, stop);
-    if (!management || !config.management) return;
-    try {
-      const url = await listenManagement(management, config.management);
-      inbox.logger.info({ management: url }, `listening on ${url} (management): /healthz, /readyz and /metrics`);
-    } catch (error) {
-      await stop();
-      throw error;
-    }
+    await run(await createService(config, { role: 'work', logger: serviceLogger(reading) }), config.shutdownTimeoutMs);
   });
+
+/** Starts `service` and its listeners; SIGTERM or SIGINT stops it (see Service.stop), and so does a listener that cannot start. */
+async function run(service: Service, timeoutMs: number): Promise<void> {
+  service.start();
+  stopOnSignal(service.inbox.logger, timeoutMs, () => service.stop(timeoutMs));
+  try {
+    await service.listen();
+  } catch (error) {
+    await service.stop(timeoutMs);
+    throw error;
+  }
+}
 
 /** SIGTERM/SIGINT: stop gracefully, and exit anyway once the shutdown timeout (plus a margin) is over. */
 function stopOnSignal(logger: Logger, timeoutMs: number, stop: () => Promise<unknown>): void {

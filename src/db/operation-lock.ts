@@ -7,6 +7,17 @@ export interface OperationLockHolder {
   expiresAt: DbTime;
 }
 
+export interface OperationLockOptions {
+  db: Kysely<InboxDatabase>;
+  clock: Clock;
+  /** The operation locked: its row in operation_locks. */
+  name: string;
+  /** This process, as the row shows who holds the lock. */
+  owner: string;
+  /** How long the lock outlives its holder's last renewal. */
+  ttlMs: number;
+}
+
 /**
  * A lock of one named operation across processes, a row of `operation_locks`: held by its owner until
  * it expires, renewed while the operation runs, so a holder that died frees it by itself. Taken with
@@ -15,14 +26,15 @@ export interface OperationLockHolder {
  */
 export class OperationLock {
   private renewal: NodeJS.Timeout | undefined;
+  readonly name: string;
+  readonly owner: string;
+  private readonly db: Kysely<InboxDatabase>;
+  private readonly clock: Clock;
+  private readonly ttlMs: number;
 
-  constructor(
-    private readonly db: Kysely<InboxDatabase>,
-    private readonly clock: Clock,
-    readonly name: string,
-    readonly owner: string,
-    private readonly ttlMs: number,
-  ) {}
+  constructor(options: OperationLockOptions) {
+    ({ db: this.db, clock: this.clock, name: this.name, owner: this.owner, ttlMs: this.ttlMs } = options);
+  }
 
   /** Null when taken (and renewed from now on until release), else who holds it. */
   async take(): Promise<OperationLockHolder | null> {

@@ -2,6 +2,18 @@ import type { Logger } from 'pino';
 import type { InboxStore } from '../store/inbox-store.js';
 import type { WorkerPool } from './worker-pool.js';
 
+export interface SweeperOptions {
+  /** Where the due events are looked for. */
+  store: InboxStore;
+  /** Who the due events are handed to. */
+  workers: Pick<WorkerPool, 'enqueue' | 'whenFree'>;
+  logger: Logger;
+  /** Events due for less than this are left to the queue transport, which is about to deliver them; default 0. */
+  overdueMs?: number;
+  /** Due events read per sweep; default 500. */
+  batchSize?: number;
+}
+
 /**
  * Finds every event that is due (new, retry time reached, lease expired) and hands it to the workers.
  * This is what makes the queue optional: whatever the fast path missed, the sweeper picks up. It runs
@@ -10,15 +22,15 @@ import type { WorkerPool } from './worker-pool.js';
 export class Sweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
+  private readonly store: InboxStore;
+  private readonly workers: SweeperOptions['workers'];
+  private readonly logger: Logger;
+  private readonly overdueMs: number;
+  private readonly batchSize: number;
 
-  constructor(
-    private readonly store: InboxStore,
-    private readonly workers: Pick<WorkerPool, 'enqueue' | 'whenFree'>,
-    private readonly logger: Logger,
-    /** Events due for less than this are left to the queue transport, which is about to deliver them. */
-    private readonly overdueMs = 0,
-    private readonly batchSize = 500,
-  ) {}
+  constructor(options: SweeperOptions) {
+    ({ store: this.store, workers: this.workers, logger: this.logger, overdueMs: this.overdueMs = 0, batchSize: this.batchSize = 500 } = options);
+  }
 
   async runOnce(): Promise<{ due: number; enqueued: number }> {
     const due = await this.store.dueEventIds(this.batchSize, this.overdueMs);

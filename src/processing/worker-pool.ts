@@ -10,6 +10,18 @@ export interface WorkerYield {
   concurrency: number;
 }
 
+export interface WorkerPoolOptions {
+  /** One attempt on an event. */
+  work: (id: number) => Promise<unknown>;
+  /** Attempts running at once (WORKER_CONCURRENCY). */
+  concurrency: number;
+  logger: Logger;
+  /** When fewer run, for something more urgent; by default they never give way. */
+  yielding?: WorkerYield | null;
+  /** Ids waiting beyond this are dropped, for the sweeper to find again; default 10,000. */
+  maxQueued?: number;
+}
+
 /**
  * The workers of one process: event ids offered by a queue transport or the sweeper, processed by a
  * bounded number of concurrent workers. Offering an id only speeds things up; the sweeper finds
@@ -24,13 +36,15 @@ export class WorkerPool implements EventConsumer {
   private idle: Array<() => void> = [];
   private slotWaiters: Array<() => void> = [];
 
-  constructor(
-    private readonly work: (id: number) => Promise<unknown>,
-    private readonly concurrency: number,
-    private readonly logger: Logger,
-    private readonly yielding: WorkerYield | null = null,
-    private readonly maxQueued = 10_000,
-  ) {}
+  private readonly work: (id: number) => Promise<unknown>;
+  private readonly concurrency: number;
+  private readonly logger: Logger;
+  private readonly yielding: WorkerYield | null;
+  private readonly maxQueued: number;
+
+  constructor(options: WorkerPoolOptions) {
+    ({ work: this.work, concurrency: this.concurrency, logger: this.logger, yielding: this.yielding = null, maxQueued: this.maxQueued = 10_000 } = options);
+  }
 
   /**
    * Returns true when the id was queued now. `onSettled` runs once an attempt on the id has finished,

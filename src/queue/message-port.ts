@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { EventConsumer, EventQueue } from './queue.js';
+import type { EventConsumer, EventPublisher, EventSubscriber } from './queue.js';
 import { TurnBuffer } from './turn-buffer.js';
 
 /** What travels between the two ends: the ids announced since the last message. */
@@ -14,7 +14,7 @@ export interface AnnouncedIds {
  * the request thread one post. Like the in-process transport it is best effort: the sweeper finds
  * whatever a restarting thread missed.
  */
-export class MessagePortPublisher implements EventQueue {
+export class MessagePortPublisher implements EventPublisher {
   readonly transport = 'in-process';
   private readonly pending: TurnBuffer<number>;
 
@@ -26,13 +26,6 @@ export class MessagePortPublisher implements EventQueue {
     this.pending.add(id);
   }
 
-  /** The request thread has no workers of its own: the thread's consumer takes the ids. */
-  consume(): void {
-    throw new Error('MessagePortPublisher only publishes; the workers consume in their own thread');
-  }
-
-  async stopConsuming(): Promise<void> {}
-
   async close(): Promise<void> {
     this.pending.flush();
   }
@@ -43,18 +36,18 @@ export class MessagePortPublisher implements EventQueue {
  * before the workers start (the thread listens first, then opens its store) wait for them; once the
  * workers stop, ids are dropped, and the sweeper of whichever process runs next finds their events.
  */
-export class MessagePortConsumer implements EventQueue {
+export class MessagePortConsumer implements EventSubscriber {
   readonly transport = 'in-process';
   private workers: EventConsumer | undefined;
   private early: number[] | null = [];
 
   constructor(port: MessagePort) {
     port.on('message', (message: { kind?: string; ids?: number[] }) => {
-      if (message.kind === 'announced') for (const id of message.ids ?? []) this.publish(id);
+      if (message.kind === 'announced') for (const id of message.ids ?? []) this.take(id);
     });
   }
 
-  publish(id: number): void {
+  private take(id: number): void {
     if (this.workers) this.workers.enqueue(id);
     else this.early?.push(id);
   }

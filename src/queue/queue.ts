@@ -11,19 +11,43 @@ export interface EventConsumer {
 export type QueueTransport = 'in-process' | 'redis-streams';
 
 /**
- * The queue port: how "event X is committed and ready" travels from a receiver to the workers. It
- * only makes processing start sooner. The database stays the truth: a transport may lose or repeat
- * an announcement, the sweeper finds every event that is due, and the claim lets one worker at a time
- * process it.
+ * The receiver's end of a queue transport: how "event X is committed and ready" leaves the process
+ * that recorded it. A transport only makes processing start sooner. The database stays the truth: a
+ * transport may lose or repeat an announcement, the sweeper finds every event that is due, and the
+ * claim lets one worker at a time process it.
  */
-export interface EventQueue {
+export interface EventPublisher {
   readonly transport: QueueTransport;
   /** Announces a committed event. Best effort: never throws and never holds up the acknowledgement. */
   publish(id: number): void;
-  /** Worker processes: hands announced ids to this process's workers until `stopConsuming`. */
+  /** Hands on what it still holds and releases its connections, once nothing publishes any more. */
+  close(): Promise<void>;
+}
+
+/** The workers' end of a queue transport: announced ids reach this process's workers through it. */
+export interface EventSubscriber {
+  readonly transport: QueueTransport;
+  /** Hands announced ids to this process's workers until `stopConsuming`. */
   consume(workers: EventConsumer): void;
   /** Stops taking announcements; what was taken is finished by the workers (or found again later). */
   stopConsuming(): Promise<void>;
   /** Releases connections, once the workers have drained. */
   close(): Promise<void>;
+}
+
+/** A transport with both ends in one object, for a process that receives and processes (in-process, Redis Streams). */
+export interface EventQueue extends EventPublisher, EventSubscriber {}
+
+/**
+ * The ends of a transport one inbox uses. An end is null where the inbox does not play its part: a
+ * receiver whose workers run in another thread has no subscriber, and those workers no publisher.
+ */
+export interface QueueEnds {
+  publisher: EventPublisher | null;
+  subscriber: EventSubscriber | null;
+}
+
+/** The ends `queue` provides: a whole transport both, a publisher or a subscriber alone its own. */
+export function queueEnds(queue: EventQueue | EventPublisher | EventSubscriber): QueueEnds {
+  return { publisher: 'publish' in queue ? queue : null, subscriber: 'consume' in queue ? queue : null };
 }

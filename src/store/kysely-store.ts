@@ -35,6 +35,25 @@ const PROCESSING_BATCHES_IN_FLIGHT = 2;
  */
 const FULL_PROCESSING_BATCHES_IN_FLIGHT = 4;
 
+/** What a KyselyInboxStore is made of (openStore chooses each from DATABASE_URL and the settings). */
+export interface KyselyInboxStoreOptions {
+  /** Connections of everything but the acknowledgement path: workers, operators, migrations. */
+  db: Kysely<InboxDatabase>;
+  /** Connections of the acknowledgement path alone (see EventRecorder). */
+  ackDb: Kysely<InboxDatabase>;
+  /** Record batches running at once, one per connection of `ackDb`. */
+  recordBatches: number;
+  /** What differs per database. */
+  backend: StoreBackend;
+  clock: Clock;
+  /** The DATABASE_URL both pools connect to; migrating creates its database where it does not exist. */
+  url: string;
+  /** Those of the domains in use, applied with the inbox's own. */
+  domainMigrations: DomainMigrations;
+  /** How long a claim or a completion waits for others to share its transaction (Batcher's `waitMs`). */
+  processingBatchWaitMs: number;
+}
+
 /**
  * The store, written once over Kysely: each operation lives in its own file (record, claim, complete,
  * payment locks, event queries); this class batches the workers' operations (see Batcher) and meets
@@ -42,35 +61,28 @@ const FULL_PROCESSING_BATCHES_IN_FLIGHT = 4;
  */
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
+  readonly db: Kysely<InboxDatabase>;
+  private readonly ackDb: Kysely<InboxDatabase>;
+  private readonly storeBackend: StoreBackend;
+  private readonly clock: Clock;
+  private readonly url: string;
+  private readonly domainMigrations: DomainMigrations;
   private readonly errors: DatabaseErrors;
   private readonly recorder: EventRecorder;
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
   private readonly completions: Batcher<CompletionRequest, string>;
 
-  /**
-   * @param ackDb connections of the acknowledgement path alone (see EventRecorder).
-   * @param recordBatches record batches running at once, one per connection of `ackDb`.
-   */
-  constructor(
-    readonly db: Kysely<InboxDatabase>,
-    private readonly ackDb: Kysely<InboxDatabase>,
-    recordBatches: number,
-    private readonly storeBackend: StoreBackend,
-    private readonly clock: Clock,
-    private readonly url: string,
-    /** Those of the domains in use, applied with the inbox's own. */
-    private readonly domainMigrations: DomainMigrations,
-    /** How long a claim or a completion waits for others to share its transaction (Batcher's `waitMs`). */
-    processingBatchWaitMs: number,
-  ) {
+  constructor(options: KyselyInboxStoreOptions) {
+    ({ db: this.db, ackDb: this.ackDb, backend: this.storeBackend, clock: this.clock, url: this.url, domainMigrations: this.domainMigrations } = options);
+    const { storeBackend } = this;
     this.backend = storeBackend.name;
     this.errors = new DatabaseErrors(storeBackend);
-    this.recorder = new EventRecorder(ackDb, recordBatches, storeBackend, this.errors, clock);
+    this.recorder = new EventRecorder(this.ackDb, options.recordBatches, storeBackend, this.errors, this.clock);
     const processing = {
       maxBatch: MAX_PROCESSING_BATCH,
       maxInFlight: Math.min(PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches),
       maxInFlightWhenFull: Math.min(FULL_PROCESSING_BATCHES_IN_FLIGHT, storeBackend.maxConcurrentBatches),
-      waitMs: processingBatchWaitMs,
+      waitMs: options.processingBatchWaitMs,
     };
     this.claims = new Batcher(
       claimsByOwner((ids, owner, leaseMs) => this.errors.withConflictRetries(() => claimBatch(this.db, ids, owner, leaseMs, this.clock.now()))),

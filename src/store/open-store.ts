@@ -27,14 +27,14 @@ export function openStore(
   const recordBatches = Math.min(options.recordConnections ?? DEFAULT_RECORD_CONNECTIONS, backend.maxConcurrentBatches);
   const { idleTransactionTimeoutMs } = options;
   const ackDb = backend.connect(url, { poolSize: recordBatches, preparedStatements: true, idleTransactionTimeoutMs });
-  return new KyselyInboxStore(
-    backend.connect(url, { poolSize: options.poolSize, preparedStatements: backend.prepareEverywhere, idleTransactionTimeoutMs }),
+  return new KyselyInboxStore({
+    db: backend.connect(url, { poolSize: options.poolSize, preparedStatements: backend.prepareEverywhere, idleTransactionTimeoutMs }),
     ackDb,
     recordBatches,
     backend,
-    options.clock,
+    clock: options.clock,
     url,
-    options.migrations ?? NO_DOMAIN_MIGRATIONS,
-    options.processingBatchWaitMs ?? 0,
-  );
+    domainMigrations: options.migrations ?? NO_DOMAIN_MIGRATIONS,
+    processingBatchWaitMs: options.processingBatchWaitMs ?? 0,
+  });
 }

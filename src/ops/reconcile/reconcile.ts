@@ -102,7 +102,7 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
     return { dryRun: true, runs, disabled, found: runs.reduce((sum, run) => sum + run.found, 0) };
   }
 
-  const lock = new OperationLock(inbox.store.db, inbox.clock, LOCK_NAME, processOwner(), LOCK_TTL_MS);
+  const lock = new OperationLock({ db: inbox.store.db, clock: inbox.clock, name: LOCK_NAME, owner: processOwner(), ttlMs: LOCK_TTL_MS });
   const holder = await lock.take();
   if (holder) throw new OperationError(`another reconcile run holds the lock (${holder.owner}, until ${holder.expiresAt} UTC)`, 'reconcile_locked');
   try {

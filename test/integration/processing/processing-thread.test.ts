@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import { ProcessingThread } from '../../../src/cli/processing-thread.js';
+import { ProcessingThread } from '../../../src/service/processing-thread.js';
 import { systemClock } from '../../../src/clock.js';
 import { InFlight } from '../../../src/observability/in-flight.js';
 import type { InboxMetrics } from '../../../src/observability/metrics.js';
@@ -95,7 +95,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
     const announce = async (eventId: string) => {
       const event = stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_${eventId}`, { userId: `u_${eventId}`, courseId: 'c_thread' });
       const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
-      thread.queue!.publish(id);
+      thread.publisher!.publish(id);
       await waitFor(`${eventId} processed`, async () => (await store.findEvent('stripe', eventId))?.status === 'processed', 15_000);
     };
     try {
@@ -129,7 +129,7 @@ describe("serve: the workers' thread", { skip: 'skip' in database && database.sk
       for (const eventId of eventIds) {
         const event = stripePaymentEvent(eventId, 'payment_intent.succeeded', `pi_${eventId}`, { userId: `u_${eventId}`, courseId: 'c_thread' });
         const { id } = await store.record({ provider: 'stripe', eventId, eventType: 'payment_intent.succeeded', payload: JSON.stringify(event), headers: {} });
-        thread.queue!.publish(id);
+        thread.publisher!.publish(id);
       }
       // This thread is the request thread: busy 200 ms of every 210 or so, as under that flood.
       const processed = async () => (await Promise.all(eventIds.map((eventId) => store.findEvent('stripe', eventId)))).every((event) => event?.status === 'processed');

@@ -53,7 +53,8 @@ describe('the Redis Streams transport', { skip: unavailable && unavailable.skip 
   });
 
   test('announcements are read through the consumer group and acknowledged after processing', async () => {
-    assert.equal(harness.inbox.queue.transport, 'redis-streams');
+    assert.equal(harness.inbox.queue.publisher?.transport, 'redis-streams');
+    assert.equal(harness.inbox.queue.subscriber?.transport, 'redis-streams');
     const responses = await Promise.all(Array.from({ length: 20 }, (_, n) => harness.post(captured(n))));
     assert.ok(responses.every((r) => r.status === 200));
     await harness.waitFor('20 events processed', async () => (await harness.countRows('webhook_events', 'processed')) >= 20);

@@ -35,7 +35,7 @@ test('a backlog drains at the workers pace: after a full batch the sweeper sweep
     enqueue: (id: number) => (enqueued.push(id), true),
     whenFree: async () => void freeCalls++,
   };
-  const sweeper = new Sweeper(store, workers, pino({ level: 'silent' }), 0, 4);
+  const sweeper = new Sweeper({ store, workers, logger: pino({ level: 'silent' }), batchSize: 4 });
   sweeper.start(2_000);
   await until(() => enqueued.length >= 10);
   await sweeper.stop();
@@ -48,7 +48,12 @@ test('a backlog drains at the workers pace: after a full batch the sweeper sweep
 test('a partial batch waits for the interval, and stop() does not wait for a free worker', async () => {
   const { store, sweeps } = backlogStore(2);
   let freeCalls = 0;
-  const sweeper = new Sweeper(store, { enqueue: () => true, whenFree: () => (freeCalls++, new Promise<void>(() => undefined)) }, pino({ level: 'silent' }), 0, 4);
+  const sweeper = new Sweeper({
+    store,
+    workers: { enqueue: () => true, whenFree: () => (freeCalls++, new Promise<void>(() => undefined)) },
+    logger: pino({ level: 'silent' }),
+    batchSize: 4,
+  });
   sweeper.start(20);
   await until(() => sweeps.length >= 3);
   await sweeper.stop();
@@ -61,7 +66,12 @@ test('a partial batch waits for the interval, and stop() does not wait for a fre
 
   // A full batch, then workers that never free up: stop() still returns.
   const full = backlogStore(HOUR);
-  const stuck = new Sweeper(full.store, { enqueue: () => true, whenFree: () => new Promise<void>(() => undefined) }, pino({ level: 'silent' }), 0, 4);
+  const stuck = new Sweeper({
+    store: full.store,
+    workers: { enqueue: () => true, whenFree: () => new Promise<void>(() => undefined) },
+    logger: pino({ level: 'silent' }),
+    batchSize: 4,
+  });
   stuck.start(1);
   await until(() => full.sweeps.length >= 1);
   await new Promise((resolve) => setTimeout(resolve, 30));

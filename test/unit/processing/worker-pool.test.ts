@@ -26,7 +26,7 @@ function heldWork() {
 test('while the pool yields, at most the yield concurrency runs; after it, the next finish starts the rest', async () => {
   const { work, running, finish, most } = heldWork();
   let yielding = true;
-  const pool = new WorkerPool(work, 8, pino({ level: 'silent' }), { active: () => yielding, concurrency: 2 });
+  const pool = new WorkerPool({ work, concurrency: 8, logger: pino({ level: 'silent' }), yielding: { active: () => yielding, concurrency: 2 } });
   for (let id = 1; id <= 6; id++) pool.enqueue(id);
   assert.deepEqual([...running.keys()], [1, 2], 'two of six started while yielding');
   assert.equal(pool.freeSlots, -4, 'a transport reading more would only queue it');
@@ -44,12 +44,12 @@ test('while the pool yields, at most the yield concurrency runs; after it, the n
 
 test('a yield concurrency above the pool concurrency changes nothing; without a yield the pool runs its concurrency', async () => {
   const wide = heldWork();
-  const yielding = new WorkerPool(wide.work, 3, pino({ level: 'silent' }), { active: () => true, concurrency: 10 });
+  const yielding = new WorkerPool({ work: wide.work, concurrency: 3, logger: pino({ level: 'silent' }), yielding: { active: () => true, concurrency: 10 } });
   for (let id = 1; id <= 5; id++) yielding.enqueue(id);
   assert.equal(wide.running.size, 3);
 
   const plain = heldWork();
-  const pool = new WorkerPool(plain.work, 3, pino({ level: 'silent' }));
+  const pool = new WorkerPool({ work: plain.work, concurrency: 3, logger: pino({ level: 'silent' }) });
   for (let id = 1; id <= 5; id++) pool.enqueue(id);
   assert.equal(plain.running.size, 3);
   for (const { running, finish } of [wide, plain]) while (running.size > 0) await finish([...running.keys()][0]!);

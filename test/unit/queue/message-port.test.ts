@@ -57,15 +57,16 @@ test("the consumer hands each announced id to its thread's workers, and none onc
   }
 });
 
-test('ids that arrive before the workers start wait for them', () => {
+test('ids that arrive before the workers start wait for them', async () => {
   const { port1, port2 } = new MessageChannel();
   try {
     const queue = new MessagePortConsumer(port2);
-    queue.publish(5);
-    queue.publish(6);
+    port1.postMessage({ kind: 'announced', ids: [5, 6] } satisfies AnnouncedIds);
+    await once(port2, 'message');
     const workers = consumer();
     queue.consume(workers);
-    queue.publish(7);
+    port1.postMessage({ kind: 'announced', ids: [7] } satisfies AnnouncedIds);
+    await once(port2, 'message');
     assert.deepEqual(workers.ids, [5, 6, 7]);
   } finally {
     port1.close();

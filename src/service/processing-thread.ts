@@ -10,8 +10,8 @@ import { createLogger, flushed } from '../observability/logger.js';
 import type { Inbox } from '../inbox.js';
 import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability/relayed-metrics.js';
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
-import type { EventQueue } from '../queue/queue.js';
 import { RequestLoad, type OverloadThresholds } from '../processing/request-load.js';
+import type { WorkersElsewhere } from './service.js';
 
 /** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
 const ROLE = 'webhook-inbox workers';
@@ -63,9 +63,9 @@ const LOAD_INTERVAL_MS = 250;
  * process does, on its own connections; recorded events reach it over a message port (or Redis), and
  * its metrics come back to be scraped with the request thread's.
  */
-export class ProcessingThread {
+export class ProcessingThread implements WorkersElsewhere {
   /** Where the request thread announces recorded events; undefined when Redis carries them. */
-  readonly queue: EventQueue | undefined;
+  readonly publisher: MessagePortPublisher | undefined;
   private worker: Worker | null = null;
   private stopping = false;
   /** Ids announced while the thread was down, for the one that replaces it (up to a bound). */
@@ -74,7 +74,7 @@ export class ProcessingThread {
   private stopMeasuring: (() => void) | null = null;
 
   constructor(private readonly config: Config) {
-    this.queue = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
+    this.publisher = config.redis ? undefined : new MessagePortPublisher((message) => this.announce(message));
     this.requestLoad = RequestLoad.shared(overloadThresholds(config));
   }
 
@@ -96,7 +96,8 @@ export class ProcessingThread {
     this.stopMeasuring?.();
     const worker = this.worker;
     if (!worker) return;
-    await this.queue?.close();
+    // What the request thread announced reaches the thread before it is told to stop.
+    await this.publisher?.close();
     const exited = once(worker, 'exit');
     worker.postMessage({ kind: 'stop', timeoutMs } satisfies ToThread);
     const forced = setTimeout(() => void worker.terminate(), timeoutMs + STOP_MARGIN_MS);
