@@ -5,6 +5,7 @@ import { recordsBatchesByProcedure } from './mysql/server-version.js';
 import { rekeyPayuByTransaction } from './payu-transaction-keys.js';
 import { eventProcessings } from './migrations/0028_event_processings.js';
 import { paymentListIndexes } from './migrations/0030_payment_list_indexes.js';
+import { typedOutcomes } from './migrations/0032_typed_outcomes.js';
 
 /**
  * PostgreSQL's function (migration 0025) that fails the statement it runs in when a body's stored
@@ -578,6 +579,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
     '0028_event_processings': eventProcessings(types),
     '0029_admin_sessions': adminSessions(types),
     '0030_payment_list_indexes': paymentListIndexes(types),
+    '0032_typed_outcomes': typedOutcomes(types),
   };
 
   /**
