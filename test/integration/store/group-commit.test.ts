@@ -584,7 +584,11 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       ),
     );
     assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
-    assert.deepEqual(changes.map(outcomeText), ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
+    assert.deepEqual(
+      changes.map(outcomeText),
+      ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'],
+      'each event sees its own payment, moved forward',
+    );
     const stored = await store.db
       .selectFrom('payments')
       .select(['payment_id', 'status', 'user_id', 'course_id'])
