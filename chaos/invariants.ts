@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import { receiptKey } from '../src/course-platform/handlers.js';
 import type { CoursePlatformDatabase } from '../src/course-platform/schema.js';
 import { fromDbTime } from '../src/db/schema.js';
+import { parseOutcome } from '../src/model/outcome.js';
 import type { FaultRecord } from './faults.js';
 import { foldStates, type SimulatedPayment } from './lifecycles.js';
 import { isAcknowledged, type ProviderSimulator } from './simulator.js';
@@ -53,7 +54,7 @@ export async function checkInvariants(
     db
       .selectFrom('webhook_events')
       .leftJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')
-      .select(['provider', 'event_id', 'status', 'outcome', 'lease_expires_at', 'payment_id', 'webhook_event_bodies.event_row_id as body_of'])
+      .select(['provider', 'event_id', 'status', 'outcome_detail', 'lease_expires_at', 'payment_id', 'webhook_event_bodies.event_row_id as body_of'])
       .execute(),
     db.selectFrom('payments').select(['provider', 'payment_id', 'status']).execute(),
     db.selectFrom('orders').select(['provider', 'payment_id', 'status']).execute(),
@@ -90,7 +91,14 @@ export async function checkInvariants(
   const ordersOf = groupBy(orders, (row) => key(row.provider, row.payment_id));
   const enrollmentsOf = groupBy(enrollments, (row) => row.user_id);
   const receipts = new Set(outbox.map((row) => row.idempotency_key));
-  const captureApplied = new Set(events.filter((row) => /^applied: payment .* captured$/.test(row.outcome ?? '')).map((row) => key(row.provider, row.payment_id ?? '')));
+  const captureApplied = new Set(
+    events
+      .filter((row) => {
+        const outcome = parseOutcome(row.outcome_detail);
+        return outcome?.kind === 'applied' && outcome.to === 'captured';
+      })
+      .map((row) => key(row.provider, row.payment_id ?? '')),
+  );
   for (const payment of simulator.payments) {
     const paymentKey = key(payment.provider, payment.paymentId);
     const expectedState = foldStates(payment.events.map((e) => e.state));

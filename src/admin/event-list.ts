@@ -3,6 +3,7 @@ import { parseIsoTime } from '../config/duration.js';
 import { olderThan, type KeysetPosition } from '../db/keyset.js';
 import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
+import { shownOutcome, type ShownOutcome } from '../model/outcome.js';
 import { EVENT_STATUSES, providersToSearch } from '../ops/event-lookup.js';
 import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
 
@@ -29,8 +30,8 @@ export interface EventListFilter {
   after?: KeysetPosition;
 }
 
-/** One event as the list shows it (the API's `events[]`). */
-export interface EventListItem {
+/** One event as the list shows it (the API's `events[]`); `outcome` and `outcomeDetail` are its latest processing's. */
+export interface EventListItem extends ShownOutcome {
   id: number;
   provider: string;
   eventId: string;
@@ -52,10 +53,11 @@ export interface EventPage {
 /** A stored time as the API shows it (ISO 8601, UTC). */
 export const isoTime = (value: DbTime) => fromDbTime(value).toISOString();
 
-type ListedColumns = 'id' | 'provider' | 'event_id' | 'event_type' | 'status' | 'payment_id' | 'created_at' | 'attempts' | 'processed_at' | 'last_error';
+const LISTED_COLUMNS = ['id', 'provider', 'event_id', 'event_type', 'status', 'payment_id', 'created_at', 'attempts', 'processed_at', 'last_error'] as const;
+type ListedRow = Pick<Selectable<WebhookEventsTable>, (typeof LISTED_COLUMNS)[number]>;
 
-/** An event row as the list, the payment and the detail show it. */
-export function eventListItem(row: Pick<Selectable<WebhookEventsTable>, ListedColumns>): EventListItem {
+/** An event row as the list, the payment and the detail show it, with its outcome as readers show it. */
+export function eventListItem(row: ListedRow, shown: ShownOutcome): EventListItem {
   return {
     id: row.id,
     provider: row.provider,
@@ -67,7 +69,14 @@ export function eventListItem(row: Pick<Selectable<WebhookEventsTable>, ListedCo
     attempts: row.attempts,
     processedAt: row.processed_at ? isoTime(row.processed_at) : null,
     lastError: row.last_error,
+    outcome: shown.outcome,
+    outcomeDetail: shown.outcomeDetail,
   };
+}
+
+/** An event row with its outcome as stored, as the list and the detail show it. */
+export function storedEventListItem(row: ListedRow & Pick<Selectable<WebhookEventsTable>, 'outcome' | 'outcome_detail'>): EventListItem {
+  return eventListItem(row, shownOutcome(row.outcome, row.outcome_detail));
 }
 
 export function encodeCursor(createdAt: DbTime, id: number): string {
@@ -120,7 +129,7 @@ const likePattern = (value: string) => `%${value.replace(/[!%_]/g, (c) => `!${c}
  * ended, so a deep page costs what the first does (an index per filter, migration 0007).
  */
 export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFilter): Promise<EventPage> {
-  let query = db.selectFrom('webhook_events').select(['id', 'provider', 'event_id', 'event_type', 'status', 'payment_id', 'created_at', 'attempts', 'processed_at', 'last_error']);
+  let query = db.selectFrom('webhook_events').select([...LISTED_COLUMNS, 'outcome', 'outcome_detail']);
   if (filter.provider) query = query.where('provider', '=', filter.provider);
   if (filter.status) query = query.where('status', '=', filter.status);
   if (filter.type) query = query.where('event_type', '=', filter.type);
@@ -149,7 +158,7 @@ export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFil
   const page = rows.slice(0, filter.limit);
   const last = page.at(-1);
   return {
-    events: page.map(eventListItem),
+    events: page.map(storedEventListItem),
     nextCursor: rows.length > filter.limit && last ? encodeCursor(last.created_at, last.id) : null,
   };
 }

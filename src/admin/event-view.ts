@@ -2,12 +2,13 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { selectEventRows } from '../db/event-rows.js';
 import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
+import type { ShownOutcome } from '../model/outcome.js';
 import { shownHeaders, shownPayload } from '../model/secrets.js';
 import { processingsOf, replaysOf, type Processing } from '../ops/event-history.js';
 import { OperationError } from '../ops/errors.js';
 import { paymentDetail, type PaymentDetail } from '../ops/payment-detail.js';
 import type { AdminAction } from './audit.js';
-import { eventListItem, isoTime, type EventListItem } from './event-list.js';
+import { isoTime, storedEventListItem, type EventListItem } from './event-list.js';
 import { paymentView, type PaymentView } from './payment-view.js';
 
 export interface TimelineEntry {
@@ -35,7 +36,7 @@ export interface AttemptView {
 }
 
 /** A Processing with its times as ISO 8601 text, as the rest of the view. */
-export interface ProcessingView {
+export interface ProcessingView extends ShownOutcome {
   outcome: string;
   processedAt: string;
   startedAt: string | null;
@@ -51,7 +52,6 @@ const ATTEMPTS_SHOWN = 200;
 export interface EventView extends EventListItem {
   nextAttemptAt: string | null;
   lease: { owner: string | null; expiresAt: string | null };
-  outcome: string | null;
   /** The payload text exactly as received (PayU forms normalised to JSON at receipt), unless a field of it is secret (shownPayload). */
   payload: string;
   /** The payload parsed and indented, or null when it is not JSON. */
@@ -123,10 +123,9 @@ export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, courseP
   }
   timeline.sort((a, b) => a.at.localeCompare(b.at)); // stable: ties keep the order above
   return {
-    ...eventListItem(row),
+    ...storedEventListItem(row),
     nextAttemptAt: iso(row.next_attempt_at),
     lease: { owner: row.lease_owner, expiresAt: iso(row.lease_expires_at) },
-    outcome: row.outcome,
     payload,
     payloadPretty: pretty(payload),
     headers: shownHeaders(row.headers),

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { EnrollmentsTable, OrdersTable } from '../course-platform/schema.js';
 import type { PaymentsTable } from '../db/schema.js';
-import { storedMetadata } from '../domain/payments.js';
+import { storedMetadata } from '../domain/payment-change.js';
 import type { PaymentMetadata, PaymentState } from '../model/payment-event.js';
 import type { PaymentDetail } from '../ops/payment-detail.js';
 import type { OutboxEntry } from '../outbox/outbox-store.js';
@@ -106,7 +106,7 @@ export function paymentDetailView(detail: PaymentDetail): PaymentDetailView {
     provider: detail.provider,
     paymentId: detail.paymentId,
     payment: detail.payment && paymentView(detail.payment),
-    events: detail.events.map(eventListItem),
+    events: detail.events.map((event) => eventListItem(event, { outcome: event.outcome, outcomeDetail: event.outcome_detail })),
     moreEvents: detail.moreEvents,
     order: detail.order && orderView(detail.order),
     enrollments: detail.enrollments.map(enrollmentView),

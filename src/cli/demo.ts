@@ -7,6 +7,7 @@ import { systemClock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import type { CoursePlatformTables } from '../course-platform/schema.js';
 import type { ProviderName } from '../model/delivery.js';
+import { shownOutcome, type ShownOutcome } from '../model/outcome.js';
 import { simulateEvent, type SimulatedPayment } from '../ops/simulator/simulated-events.js';
 import { sendEvent, type SendReport } from '../ops/simulator/send.js';
 
@@ -19,7 +20,7 @@ export interface DemoStep {
 export interface DemoReport {
   databaseUrl: string;
   steps: DemoStep[];
-  events: Array<{ provider: string; eventId: string; eventType: string; status: string; outcome: string | null }>;
+  events: Array<{ provider: string; eventId: string; eventType: string; status: string } & ShownOutcome>;
   payments: Array<{ provider: string; paymentId: string; status: string; userId: string | null; courseId: string | null }>;
   effects: { orders: number; activeEnrollments: number; revokedEnrollments: number };
   /** Side effects queued in the outbox, by kind (receipt e-mails, fulfilment requests, ...). */
@@ -118,7 +119,7 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
 
-    const events = await db.selectFrom('webhook_events').select(['provider', 'event_id', 'event_type', 'status', 'outcome']).orderBy('id').execute();
+    const events = await db.selectFrom('webhook_events').select(['provider', 'event_id', 'event_type', 'status', 'outcome', 'outcome_detail']).orderBy('id').execute();
     const payments = await db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'user_id', 'course_id']).orderBy('id').execute();
     const count = async (query: Promise<unknown[]>) => (await query).length;
     const outbox: Record<string, number> = {};
@@ -126,7 +127,7 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
     return {
       databaseUrl: config.databaseUrl,
       steps,
-      events: events.map((e) => ({ provider: e.provider, eventId: e.event_id, eventType: e.event_type, status: e.status, outcome: e.outcome })),
+      events: events.map((e) => ({ provider: e.provider, eventId: e.event_id, eventType: e.event_type, status: e.status, ...shownOutcome(e.outcome, e.outcome_detail) })),
       payments: payments.map((p) => ({ provider: p.provider, paymentId: p.payment_id, status: p.status, userId: p.user_id, courseId: p.course_id })),
       effects: {
         orders: await count(db.selectFrom('orders').select('id').execute()),

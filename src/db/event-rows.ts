@@ -22,6 +22,7 @@ const EVENT_COLUMN_NAMES = {
   next_attempt_at: true,
   last_error: true,
   outcome: true,
+  outcome_detail: true,
   created_at: true,
   processed_at: true,
   payment_id: true,

@@ -27,7 +27,13 @@ export interface WebhookEventsTable {
    */
   next_attempt_at: DbTime | null;
   last_error: string | null;
+  /** What its processing did, in words (outcomeText); the latest processing's. */
   outcome: string | null;
+  /**
+   * The same outcome structured (EventOutcome as JSON), written by the statement that writes
+   * `outcome`; NULL for an event processed before migration 0032 (its text is all there is).
+   */
+  outcome_detail: Generated<string | null>;
   created_at: DbTime;
   processed_at: DbTime | null;
   /** The payment the event is about (from the provider's normaliser at receipt), or NULL. */
@@ -178,6 +184,8 @@ export interface EventReplaysTable {
    * processed_at, claimed_at and lease_owner as the replay read them). NULL for another status.
    */
   previous_outcome: string | null;
+  /** The replaced processing's outcome_detail; NULL as the event's was, or for a replay recorded before migration 0032. */
+  previous_outcome_detail: Generated<string | null>;
   previous_processed_at: DbTime | null;
   previous_claimed_at: DbTime | null;
   previous_owner: string | null;

@@ -5,6 +5,8 @@ import { MAX_KEY_LENGTH, MAX_SHORT_TEXT_LENGTH, unstorableText } from '../model/
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import type { BusinessTransaction, CompletionBatch, InboxEvent } from '../store/inbox-store.js';
 import type { CanonicalEvent, PaymentState } from '../model/payment-event.js';
+import { customOutcome, isEventOutcome, type EventOutcome } from '../model/outcome.js';
+import { isRecord } from '../model/json.js';
 import { advancePayment, type Payment } from './payments.js';
 
 /**
@@ -44,19 +46,22 @@ export type PaymentHandlers<DB extends InboxDatabase = InboxDatabase> = Partial<
 /** Runs for every event processed, about a payment or not, with what the event means. */
 export type EventHandler<DB extends InboxDatabase = InboxDatabase> = (context: EventContext<DB> & { canonical: CanonicalEvent }) => Promise<void>;
 
-/** What applying an event did. */
-export interface EventOutcome {
-  /** Stored as the event's outcome, for an operator to read. */
+/**
+ * What applying an event did, given as text: stored as a `custom` outcome. The form of earlier
+ * versions, still taken from an application's own EventApplier; an EventOutcome says more.
+ */
+export interface TextOutcome {
   text: string;
-  /** Set when the event reported a state its payment had already passed: the later state it was in. */
+  /** Set when the event reported a state its payment had already passed: the later state it was in (counted by the metrics). */
   staleState?: PaymentState;
 }
 
 /**
- * Applies one stored event inside the processing transaction and says what it did. `batch` names the
- * payments of every event the transaction completes, for reads shared among them.
+ * Applies one stored event inside the processing transaction and says what it did: an EventOutcome
+ * (`{ kind: 'custom', text }` when none of the others fits), or text. `batch` names the payments of
+ * every event the transaction completes, for reads shared among them.
  */
-export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal, batch: CompletionBatch) => Promise<EventOutcome>;
+export type EventApplier = (tx: BusinessTransaction, event: InboxEvent, signal: AbortSignal, batch: CompletionBatch) => Promise<EventOutcome | TextOutcome | string>;
 
 /** What a stored event means for a payment: the providers' normalisers, by provider name. */
 export type ToCanonical = (provider: string, event: { eventType: string; payload: unknown }) => CanonicalEvent;
@@ -86,7 +91,7 @@ export function paymentApplier(options: {
     const canonical = options.toCanonical(event.provider, event);
     const now = toDbTime(options.clock.now());
     for (const handler of options.eventHandlers ?? []) await handler({ tx, event, canonical, now, signal, batch, skippedOutboxKinds });
-    if (canonical.kind === 'ignored') return { text: `ignored: ${canonical.reason}` };
+    if (canonical.kind === 'ignored') return { kind: 'ignored', reason: canonical.reason };
 
     // MySQL's INSERT IGNORE would store the first 255 characters (64 of a currency), and both drivers a
     // lone surrogate as U+FFFD: another payment's or user's key. Refused instead, for an operator.
@@ -96,13 +101,29 @@ export function paymentApplier(options: {
       if (unstorable) throw new PermanentError(`the event's ${field} ${unstorable}, so it cannot be stored whole`);
     }
     const change = await advancePayment(tx, event.provider, canonical, now, batch);
-    const state = change.payment.status;
     if (change.applied || change.enriched) {
-      for (const handler of options.handlers[state] ?? []) {
+      for (const handler of options.handlers[change.payment.status] ?? []) {
         await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal, batch, skippedOutboxKinds });
       }
     }
-    if (change.applied) return { text: `applied: payment ${canonical.paymentId} ${state}` };
-    return { text: `ignored: payment already ${state}${change.enriched ? ' (details completed)' : ''}`, staleState: state };
+    return change.outcome;
   };
+}
+
+/**
+ * What an EventApplier returned, as the event's outcome is stored, with the state a stale event found
+ * its payment in (for the metrics). Anything else than the forms it may return is refused: stored, it
+ * would read as no outcome at all.
+ */
+export function appliedOutcome(returned: EventOutcome | TextOutcome | string): { outcome: EventOutcome; staleState?: PaymentState } {
+  if (typeof returned === 'string') return { outcome: customOutcome(returned) };
+  if (isEventOutcome(returned)) return returned.kind === 'stale' ? { outcome: returned, staleState: returned.state } : { outcome: returned };
+  const text: unknown = isRecord(returned) && !('kind' in returned) ? returned.text : undefined;
+  if (typeof text !== 'string') throw new PermanentError(`the event's applier returned ${describeReturned(returned)}, not an outcome (EventOutcome, or text)`);
+  return returned.staleState ? { outcome: customOutcome(text), staleState: returned.staleState } : { outcome: customOutcome(text) };
+}
+
+function describeReturned(value: unknown): string {
+  if (isRecord(value)) return typeof value.kind === 'string' ? `an outcome of unknown kind or fields (kind ${JSON.stringify(value.kind)})` : 'an object without text';
+  return value === null ? 'null' : typeof value;
 }

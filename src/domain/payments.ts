@@ -4,7 +4,8 @@ import { perBatch } from '../store/complete.js';
 import type { DbTime, PaymentsTable } from '../db/schema.js';
 import { caseWhen } from '../db/sql-case.js';
 import type { BusinessTransaction, CompletionBatch } from '../store/inbox-store.js';
-import { metadataOf, statesBefore, type PaymentEvent, type PaymentMetadata, type PaymentState } from '../model/payment-event.js';
+import { statesBefore, type PaymentEvent, type PaymentMetadata, type PaymentState } from '../model/payment-event.js';
+import { DETAILS, planPaymentChange, storedMetadata, type PaymentDetails, type PaymentPlan } from './payment-change.js';
 
 /** A payment row as stored: the metadata is JSON text. */
 type PaymentRow = Omit<Selectable<PaymentsTable>, 'id'>;
@@ -24,10 +25,9 @@ export interface PaymentChange {
   previous: PaymentState | null;
   /** The payment as it stands after the event, once the transaction commits. */
   payment: Payment;
+  /** What the event did to the payment, as its outcome is stored. */
+  outcome: PaymentPlan['outcome'];
 }
-
-type Details = Pick<Payment, 'user_id' | 'course_id' | 'email' | 'amount' | 'currency'>;
-const DETAILS = ['user_id', 'course_id', 'email', 'amount', 'currency'] as const satisfies ReadonlyArray<keyof Details>;
 
 type PaymentKey = Pick<Payment, 'provider' | 'payment_id'>;
 
@@ -39,18 +39,17 @@ interface PaymentUpdate extends PaymentKey {
   state: PaymentState | null;
   earlier: PaymentState[];
   /** Details the payment lacked, each filled only while still empty. */
-  filled: Partial<Details>;
+  filled: Partial<PaymentDetails>;
   /** Metadata keys it lacked added: the text written, only while the stored text is still `from`. */
-  metadata: { from: string | null; to: string } | null;
+  metadata: PaymentPlan['metadata'];
   now: DbTime;
 }
 
 /**
- * Applies a payment event forward-only (docs/design.md, invariant 4). Events of one payment are processed
- * one at a time (the transaction locks the payment first), so the payment is read once and written at most once; the write
- * is still conditional (an earlier state, a missing detail), so that even concurrent writers could
- * only move the payment forward and fill what is empty. A stale event still completes missing
- * details: a late event may be the only one that carries the customer's metadata.
+ * Applies a payment event forward-only, as planPaymentChange decides. Events of one payment are
+ * processed one at a time (the transaction locks the payment first), so the payment is read once and
+ * written at most once; the write is still conditional (an earlier state, a missing detail), so that
+ * even concurrent writers could only move the payment forward and fill what is empty.
  *
  * The payments of a completion batch, one event each, are read together by the batch's first event
  * and written together at the batch's end (`batch.atCommit`): one read, at most one insert and one
@@ -59,53 +58,29 @@ interface PaymentUpdate extends PaymentKey {
  */
 export async function advancePayment(tx: BusinessTransaction, provider: string, event: PaymentEvent, now: DbTime, batch: CompletionBatch): Promise<PaymentChange> {
   const key = { provider, payment_id: event.paymentId };
-  const details: Details = { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
   const shared = batch.payments.some((p) => p.provider === provider && p.paymentId === event.paymentId) ? paymentsOfBatch(batch, tx) : null;
   let current = shared ? (await shared.read).get(paymentKey(provider, event.paymentId)) : await readPayment(tx, key);
   if (!current) {
-    const created: PaymentRow = { ...key, ...details, status: event.state, metadata: metadataText(event.metadata), created_at: now, updated_at: now };
+    const plan = planPaymentChange(null, event);
+    const created: PaymentRow = { ...key, ...plan.after, created_at: now, updated_at: now };
+    const change: PaymentChange = { applied: true, enriched: false, previous: null, payment: toPayment(created), outcome: plan.outcome };
     if (shared) {
       shared.inserts.push(created);
-      return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
+      return change;
     }
-    if (await insertPayments(tx, [created])) return { applied: true, enriched: false, previous: null, payment: toPayment(created) };
+    if (await insertPayments(tx, [created])) return change;
     // Created by another writer since the read: this event's transaction holds no lock on the payment.
     current = (await readPayment(tx, key))!;
   }
 
-  const earlier = statesBefore(event.state);
-  const applied = earlier.includes(current.status);
-  const filled: Partial<Details> = Object.fromEntries(DETAILS.filter((column) => details[column] !== null && current[column] === null).map((column) => [column, details[column]]));
-  const metadata = addedMetadata(current.metadata, event.metadata);
-  const enriched = Object.keys(filled).length > 0 || metadata !== null;
-  if (!applied && !enriched) return { applied, enriched, previous: current.status, payment: toPayment(current) };
+  const plan = planPaymentChange(current, event);
+  const change = { applied: plan.moves, enriched: plan.detailsCompleted, previous: plan.from, outcome: plan.outcome };
+  if (!plan.moves && !plan.detailsCompleted) return { ...change, payment: toPayment(current) };
 
-  const update: PaymentUpdate = { ...key, state: applied ? event.state : null, earlier, filled, metadata, now };
+  const update: PaymentUpdate = { ...key, state: plan.moves ? plan.to : null, earlier: statesBefore(plan.to), filled: plan.filled, metadata: plan.metadata, now };
   if (shared) shared.updates.push(update);
   else await updatePayments(tx, [update]);
-  const updated: PaymentRow = { ...current, ...filled, metadata: metadata?.to ?? current.metadata, ...(applied ? { status: event.state } : {}), updated_at: now };
-  return { applied, enriched, previous: current.status, payment: toPayment(updated) };
-}
-
-function metadataText(metadata: PaymentMetadata): string | null {
-  return Object.keys(metadata).length === 0 ? null : JSON.stringify(metadata);
-}
-
-/** Reads stored metadata; text that is not a JSON object (written by hand, say) reads as none. */
-export function storedMetadata(text: string | null): PaymentMetadata {
-  if (text === null) return {};
-  try {
-    return metadataOf(JSON.parse(text));
-  } catch {
-    return {};
-  }
-}
-
-/** The stored metadata with the keys it lacked added from the event's, or null when it lacks none. */
-function addedMetadata(stored: string | null, carried: PaymentMetadata): PaymentUpdate['metadata'] {
-  const current = storedMetadata(stored);
-  const added = Object.entries(carried).filter(([name]) => !Object.hasOwn(current, name));
-  return added.length === 0 ? null : { from: stored, to: JSON.stringify({ ...current, ...Object.fromEntries(added) }) };
+  return { ...change, payment: toPayment({ ...current, ...plan.after, updated_at: now }) };
 }
 
 function toPayment(row: PaymentRow): Payment {

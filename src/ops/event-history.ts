@@ -1,8 +1,9 @@
 import type { Kysely, Selectable } from 'kysely';
 import { fromDbTime, type DbTime, type EventReplaysTable, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import { shownOutcome, type ShownOutcome } from '../model/outcome.js';
 
 /** One processing of an event: the first, and one more each time a replay made it due again. */
-export interface Processing {
+export interface Processing extends ShownOutcome {
   outcome: string;
   processedAt: Date;
   /** When its attempt was claimed; null when not known (an event restored from an archive). */
@@ -30,14 +31,14 @@ const time = (value: DbTime | null) => (value === null ? null : fromDbTime(value
  * processed. Each is credited to the last replay that made the event due before it.
  */
 export function processingsOf(
-  event: Pick<Selectable<WebhookEventsTable>, 'status' | 'outcome' | 'processed_at' | 'claimed_at' | 'attempts' | 'lease_owner'>,
+  event: Pick<Selectable<WebhookEventsTable>, 'status' | 'outcome' | 'outcome_detail' | 'processed_at' | 'claimed_at' | 'attempts' | 'lease_owner'>,
   replays: ReplayRow[],
 ): Processing[] {
   const processings: Processing[] = [];
   let cause: ReplayRow | null = null;
-  const add = (outcome: string, processedAt: DbTime, startedAt: DbTime | null, attempt: number, worker: string | null) => {
+  const add = (outcome: string, detail: string | null, processedAt: DbTime, startedAt: DbTime | null, attempt: number, worker: string | null) => {
     processings.push({
-      outcome,
+      ...shownOutcome(outcome, detail),
       processedAt: fromDbTime(processedAt),
       startedAt: time(startedAt),
       attempt,
@@ -48,12 +49,12 @@ export function processingsOf(
   for (const replay of replays) {
     if (replay.made_due_at === null) continue;
     if (replay.previous_outcome !== null && replay.previous_processed_at !== null) {
-      add(replay.previous_outcome, replay.previous_processed_at, replay.previous_claimed_at, replay.previous_attempts, replay.previous_owner);
+      add(replay.previous_outcome, replay.previous_outcome_detail, replay.previous_processed_at, replay.previous_claimed_at, replay.previous_attempts, replay.previous_owner);
     }
     cause = replay;
   }
   if (event.status === 'processed' && event.outcome !== null && event.processed_at !== null) {
-    add(event.outcome, event.processed_at, event.claimed_at, event.attempts, event.lease_owner);
+    add(event.outcome, event.outcome_detail, event.processed_at, event.claimed_at, event.attempts, event.lease_owner);
   }
   return processings;
 }

@@ -7,13 +7,18 @@ import { paymentOrderingKey } from '../forwarding/forwarded-event.js';
 import { OutboxStore, type OutboxEntry } from '../outbox/outbox-store.js';
 import { OperationError } from './errors.js';
 import type { EventRow } from '../db/event-rows.js';
+import { shownOutcome, type EventOutcome } from '../model/outcome.js';
 import { findEvents } from './event-lookup.js';
 
-/** An event as listings show it: everything but the payload, the headers and the lease token. */
-export type EventSummary = Omit<EventRow, 'payload' | 'headers' | 'lease_token'>;
+/**
+ * An event as listings show it: everything but the payload, the headers and the lease token, its
+ * outcome as readers show it (`outcome` in words, `outcome_detail` structured, see shownOutcome).
+ */
+export type EventSummary = Omit<EventRow, 'payload' | 'headers' | 'lease_token' | 'outcome_detail'> & { outcome_detail: EventOutcome | null };
 
 export function eventSummary({ payload: _payload, headers: _headers, lease_token: _token, ...summary }: EventRow): EventSummary {
-  return summary;
+  const { outcome, outcomeDetail } = shownOutcome(summary.outcome, summary.outcome_detail);
+  return { ...summary, outcome, outcome_detail: outcomeDetail };
 }
 
 /** More events than any payment has; the list says when it was cut. */

@@ -4,6 +4,7 @@ import type { ProcessResult } from '../processing/processor.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { insertReturningId } from '../db/insert-id.js';
 import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import type { EventOutcome } from '../model/outcome.js';
 import { OperationError } from './errors.js';
 import { selectEventRows, type EventRow } from '../db/event-rows.js';
 import { findEvents, resolveEvent, type EventFilter } from './event-lookup.js';
@@ -32,6 +33,8 @@ export interface ReplayItem {
   result: 'processed' | 'failed' | 'skipped' | 'would_replay';
   /** The outcome when processed, the error when failed, the reason when skipped. */
   detail?: string;
+  /** The outcome structured, when processed. */
+  outcomeDetail?: EventOutcome;
 }
 
 export interface ReplayReport {
@@ -147,7 +150,7 @@ export class Replayer {
     const processed = await this.deps.process(event.id);
     switch (processed.result) {
       case 'processed':
-        return { ...itemOf(event), result: 'processed', detail: processed.outcome };
+        return { ...itemOf(event), result: 'processed', detail: processed.outcome, outcomeDetail: processed.outcomeDetail };
       case 'failed':
         return { ...itemOf(event), result: 'failed', detail: processed.error };
       case 'not_claimed':
@@ -179,6 +182,7 @@ function heldProcessing(event: EventRow) {
   const processed = event.status === 'processed';
   return {
     previous_outcome: processed ? event.outcome : null,
+    previous_outcome_detail: processed ? event.outcome_detail : null,
     previous_processed_at: processed ? event.processed_at : null,
     previous_claimed_at: processed ? event.claimed_at : null,
     previous_owner: processed ? event.lease_owner : null,

@@ -1,14 +1,15 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { EventApplier, EventOutcome } from '../domain/applier.js';
+import { appliedOutcome, type EventApplier } from '../domain/applier.js';
 import { describeError, LeaseLostError } from '../errors.js';
 import type { AttemptResult, InboxMetrics } from '../observability/metrics.js';
 import type { PaymentState } from '../model/payment-event.js';
+import { outcomeText, type EventOutcome } from '../model/outcome.js';
 import type { InboxEvent, InboxStore, Lease } from '../store/inbox-store.js';
 import { retryAt, type RetryPolicy } from './retry-policy.js';
 
 export type ProcessResult =
-  | { result: 'processed'; outcome: string; staleState?: PaymentState }
+  | { result: 'processed'; outcome: string; outcomeDetail: EventOutcome; staleState?: PaymentState }
   | { result: 'not_claimed' }
   | { result: 'failed'; error: string; retryAt: Date | null }
   | { result: 'lease_lost' };
@@ -62,7 +63,7 @@ export class Processor {
       case 'processed': {
         const latencyMs = clock.now().getTime() - event.createdAt.getTime();
         metrics.eventProcessed({ provider: event.provider, staleState: attempt.staleState, latencySeconds: latencyMs / 1000 });
-        log.info({ status: 'processed', outcome: attempt.outcome, processingMs, latencyMs }, 'event processed');
+        log.info({ status: 'processed', outcome: attempt.outcome, outcomeDetail: attempt.outcomeDetail, processingMs, latencyMs }, 'event processed');
         break;
       }
       case 'lease_lost':
@@ -137,13 +138,14 @@ export class Processor {
     this.inFlight.set(lease.id, { lease, interrupt });
     try {
       // A batch that rolls back runs each work again alone: the outcome kept is the one committed.
-      let applied: EventOutcome | undefined;
+      let staleState: PaymentState | undefined;
       const outcome = await this.options.store.completeFenced(lease, async (tx, batch) => {
-        applied = await this.options.apply(tx, event, interrupt.signal, batch);
-        return applied.text;
+        const applied = appliedOutcome(await this.options.apply(tx, event, interrupt.signal, batch));
+        staleState = applied.staleState;
+        return applied.outcome;
       });
-      const staleState = applied?.staleState;
-      return staleState ? { result: 'processed', outcome, staleState } : { result: 'processed', outcome };
+      const processed = { result: 'processed', outcome: outcomeText(outcome), outcomeDetail: outcome } as const;
+      return staleState ? { ...processed, staleState } : processed;
     } catch (error) {
       if (error instanceof LeaseLostError) return { result: 'lease_lost' };
       const message = error instanceof Error ? `${error.name}: ${describeError(error)}` : describeError(error);

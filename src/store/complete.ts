@@ -4,6 +4,7 @@ import { caseById } from '../db/sql-case.js';
 import { heldBy } from '../db/lease.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../db/schema.js';
 import { LeaseLostError } from '../errors.js';
+import { outcomeText, type EventOutcome } from '../model/outcome.js';
 import type { BusinessTransaction, CompletionBatch, CompletionWork, Lease, PaymentRef } from './inbox-store.js';
 import { lockPayments, paymentKey } from './payment-locks.js';
 
@@ -30,12 +31,12 @@ export interface CompletionRequest {
  * Returns the outcomes round by round, in the order of `rounds.flat()`. `lockingReads`: see
  * lockPayments.
  */
-export async function completeBatch(db: Kysely<InboxDatabase>, rounds: CompletionRequest[][], lockingReads: boolean, now: () => Date): Promise<string[] | null> {
+export async function completeBatch(db: Kysely<InboxDatabase>, rounds: CompletionRequest[][], lockingReads: boolean, now: () => Date): Promise<EventOutcome[] | null> {
   const leases = rounds.flat().map((request) => request.lease);
   try {
     return await db.transaction().execute(async (tx) => {
       await lockPayments(tx, paymentsOf(leases), lockingReads);
-      const outcomes: string[] = [];
+      const outcomes: EventOutcome[] = [];
       try {
         for (const round of rounds) {
           const batch = new TransactionBatch(paymentsOf(round.map((request) => request.lease)));
@@ -115,15 +116,17 @@ export function perBatch<T, Tx = BusinessTransaction>(create: (batch: Completion
 }
 
 /**
- * Marks the leases' events processed, each only while the lease's own token still holds it and has
- * not expired; any miss throws LeaseLostError, which rolls the transaction back.
+ * Marks the leases' events processed with their outcomes (in words and structured, in the same
+ * statement), each only while the lease's own token still holds it and has not expired; any miss
+ * throws LeaseLostError, which rolls the transaction back.
  */
-export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: string[], now: DbTime): Promise<void> {
+export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: EventOutcome[], now: DbTime): Promise<void> {
   const fenced = await tx
     .updateTable('webhook_events')
     .set({
       status: 'processed',
-      outcome: caseById(leases.map((lease, i) => [lease.id, outcomes[i]!])),
+      outcome: caseById(leases.map((lease, i) => [lease.id, outcomeText(outcomes[i]!)])),
+      outcome_detail: caseById(leases.map((lease, i) => [lease.id, JSON.stringify(outcomes[i]!)])),
       processed_at: now,
       lease_token: null,
       lease_expires_at: null,
@@ -138,7 +141,7 @@ export async function fence(tx: BusinessTransaction, leases: Lease[], outcomes: 
 }
 
 /** One event's completion in a transaction of its own, so a failure or a lost lease stays with it. */
-export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, lockingReads: boolean, now: () => Date): Promise<string> {
+export async function completeOne(db: Kysely<InboxDatabase>, { lease, work }: CompletionRequest, lockingReads: boolean, now: () => Date): Promise<EventOutcome> {
   return db.transaction().execute(async (tx) => {
     const batch = await TransactionBatch.locked(tx, [lease], lockingReads);
     const outcome = await work(tx, batch);

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import { fromDbTime, toDbTime, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import { shownOutcome } from '../model/outcome.js';
 import type { EventState, PipelineStats } from './inbox-store.js';
 
 /** Reading events: by id or key, what is due, and the counts monitoring asks for. */
@@ -15,7 +16,7 @@ export function toEventState(row: Selectable<WebhookEventsTable>): EventState {
     leaseOwner: row.lease_owner,
     nextAttemptAt: row.next_attempt_at ? fromDbTime(row.next_attempt_at) : null,
     lastError: row.last_error,
-    outcome: row.outcome,
+    ...shownOutcome(row.outcome, row.outcome_detail),
     createdAt: fromDbTime(row.created_at),
     processedAt: row.processed_at ? fromDbTime(row.processed_at) : null,
   };

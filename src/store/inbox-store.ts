@@ -2,6 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
 import type { RecordResult } from '../db/recording/record-path.js';
 import type { EventStatus, InboxDatabase } from '../db/schema.js';
+import type { EventOutcome, ShownOutcome } from '../model/outcome.js';
 
 /** The payment an event is about, as recorded with the event. */
 export interface PaymentRef {
@@ -49,7 +50,7 @@ export interface ClaimedEvent {
   unreadable?: string;
 }
 
-export interface EventState {
+export interface EventState extends ShownOutcome {
   id: number;
   provider: string;
   eventId: string;
@@ -59,7 +60,6 @@ export interface EventState {
   leaseOwner: string | null;
   nextAttemptAt: Date | null;
   lastError: string | null;
-  outcome: string | null;
   createdAt: Date;
   processedAt: Date | null;
 }
@@ -93,8 +93,8 @@ export interface CompletionBatch {
   atCommit(write: (tx: BusinessTransaction) => Promise<void>): void;
 }
 
-/** A completion's own business work, run inside the transaction that marks its event processed. */
-export type CompletionWork = (tx: BusinessTransaction, batch: CompletionBatch) => Promise<string>;
+/** A completion's own business work, run inside the transaction that marks its event processed, with the event's outcome. */
+export type CompletionWork = (tx: BusinessTransaction, batch: CompletionBatch) => Promise<EventOutcome>;
 
 /**
  * The store port: everything the pipeline, the workers and the operators need from the database.
@@ -124,9 +124,9 @@ export interface InboxStore {
    * Runs `work` and marks the event processed in ONE transaction. The transaction first locks the
    * event's payment, so another event of that payment, wherever it runs, waits for this one to
    * commit. The lease is checked by the same transaction just before commit; a lost or expired lease
-   * throws LeaseLostError and rolls back.
+   * throws LeaseLostError and rolls back. The event keeps the work's outcome, which this resolves to.
    */
-  completeFenced(lease: Lease, work: CompletionWork): Promise<string>;
+  completeFenced(lease: Lease, work: CompletionWork): Promise<EventOutcome>;
 
   /** Records a failed attempt, fenced by the lease. `retryAt` null means no automatic retry. */
   fail(lease: Lease, error: string, retryAt: Date | null): Promise<boolean>;

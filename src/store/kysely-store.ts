@@ -6,6 +6,7 @@ import { claimsByOwner, type ClaimRequest } from '../db/lease.js';
 import { migrateToLatest, pendingMigrations, type DomainMigrations } from '../db/migrate.js';
 import type { InboxDatabase } from '../db/schema.js';
 import type { VerifiedEvent } from '../model/delivery.js';
+import type { EventOutcome } from '../model/outcome.js';
 import { claimBatch } from './claim.js';
 import { completeBatch, completeOne, failAttempt, paymentRounds, type CompletionRequest } from './complete.js';
 import { DatabaseErrors } from './database-errors.js';
@@ -70,7 +71,7 @@ export class KyselyInboxStore implements InboxStore {
   private readonly errors: DatabaseErrors;
   private readonly recorder: EventRecorder;
   private readonly claims: Batcher<ClaimRequest, ClaimedEvent | null>;
-  private readonly completions: Batcher<CompletionRequest, string>;
+  private readonly completions: Batcher<CompletionRequest, EventOutcome>;
 
   constructor(options: KyselyInboxStoreOptions) {
     ({ db: this.db, ackDb: this.ackDb, backend: this.storeBackend, clock: this.clock, url: this.url, domainMigrations: this.domainMigrations } = options);
@@ -115,7 +116,7 @@ export class KyselyInboxStore implements InboxStore {
     return this.claims.submit({ id, owner, leaseMs });
   }
 
-  completeFenced(lease: Lease, work: CompletionWork): Promise<string> {
+  completeFenced(lease: Lease, work: CompletionWork): Promise<EventOutcome> {
     return this.completions.submit({ lease, work });
   }
 
@@ -124,14 +125,14 @@ export class KyselyInboxStore implements InboxStore {
    * were submitted (see completeBatch); a second event of a payment would wait for the first's lock in
    * a transaction of its own anyway.
    */
-  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<string>>> {
+  private async completeMany(requests: CompletionRequest[]): Promise<Array<PromiseSettledResult<EventOutcome>>> {
     const now = () => this.clock.now();
     const { lockingReads } = this.storeBackend;
     const rounds = paymentRounds(
       requests.map((request, index) => ({ request, index })),
       ({ request }) => request.lease.payment,
     );
-    const results: Array<PromiseSettledResult<string>> = [];
+    const results: Array<PromiseSettledResult<EventOutcome>> = [];
     if (requests.length > 1) {
       try {
         const outcomes = await this.errors.withConflictRetries(() =>

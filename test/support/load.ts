@@ -1,6 +1,7 @@
 import { sql, type ControlledTransaction, type Kysely } from 'kysely';
 import type { CoursePlatformDatabase } from '../../src/course-platform/schema.js';
 import { fromDbTime, toDbTime, type EventStatus } from '../../src/db/schema.js';
+import { parseOutcome } from '../../src/model/outcome.js';
 import { waitFor } from './harness.js';
 import { stripeDelivery, stripePaymentEvent, type Delivery } from './signing.js';
 
@@ -96,23 +97,32 @@ export async function holdPayment(db: Kysely<CoursePlatformDatabase>, provider: 
   return held;
 }
 
-/** Counts over the whole database, for "every event processed exactly once, effects exact". */
+/**
+ * Counts over the whole database, for "every event processed exactly once, effects exact": `applied`
+ * events moved their payment, `alreadyCaptured` ones found it captured and changed nothing.
+ */
 export async function outcomeCounts(db: Kysely<CoursePlatformDatabase>): Promise<Record<string, number>> {
   const count = (table: keyof CoursePlatformDatabase, where = sql``) => sql`(SELECT COUNT(*) FROM ${sql.table(table)} ${where})`;
   const counts = {
     events: count('webhook_events'),
     processed: count('webhook_events', sql`WHERE status = 'processed'`),
     notExactlyOneAttempt: count('webhook_events', sql`WHERE attempts <> 1`),
-    applied: count('webhook_events', sql`WHERE outcome LIKE 'applied:%'`),
-    alreadyCaptured: count('webhook_events', sql`WHERE outcome = 'ignored: payment already captured'`),
     payments: count('payments', sql`WHERE status = 'captured'`),
     orders: count('orders'),
     enrollments: count('enrollments', sql`WHERE status = 'active'`),
     receipts: count('outbox', sql`WHERE idempotency_key LIKE 'receipt:%'`),
   };
   const columns = Object.entries(counts).map(([name, query]) => sql`${query} AS ${sql.ref(name)}`);
-  const { rows } = await sql<Record<string, number | string>>`SELECT ${sql.join(columns)}`.execute(db);
-  return Object.fromEntries(Object.entries(rows[0]!).map(([key, value]) => [key, Number(value)]));
+  const [{ rows }, stored] = await Promise.all([
+    sql<Record<string, number | string>>`SELECT ${sql.join(columns)}`.execute(db),
+    db.selectFrom('webhook_events').select('outcome_detail').where('status', '=', 'processed').execute(),
+  ]);
+  const outcomes = stored.map((row) => parseOutcome(row.outcome_detail));
+  return {
+    ...Object.fromEntries(Object.entries(rows[0]!).map(([key, value]) => [key, Number(value)])),
+    applied: outcomes.filter((outcome) => outcome?.kind === 'applied').length,
+    alreadyCaptured: outcomes.filter((outcome) => outcome?.kind === 'stale' && outcome.state === 'captured' && !outcome.detailsCompleted).length,
+  };
 }
 
 /** Events in webhook_events with the status given (all of them without). */

@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import { Archiver } from '../../ops/archive/archiver.js';
+import type { ArchivedEvent } from '../../ops/archive/files.js';
 import { describeQuery, restoreFromArchive, searchArchive, type ArchiveQuery } from '../../ops/archive/restore.js';
+import { shownOutcome } from '../../model/outcome.js';
 import { shownHeaders, shownPayload } from '../../model/secrets.js';
 import { OperationError } from '../../ops/errors.js';
 import { ProviderRegistry } from '../../providers/registry.js';
@@ -82,7 +84,10 @@ export function registerArchiveCommands(program: Command): void {
     const matches = (await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders())).reverse();
     if (flags.json)
       return printJson(
-        matches.map(({ file, event }) => ({ file, event: { ...event, headers: JSON.stringify(shownHeaders(event.headers)), payload: shownPayload(event.payload) } })),
+        matches.map(({ file, event }) => ({
+          file,
+          event: { ...shownArchivedEvent(event), headers: JSON.stringify(shownHeaders(event.headers)), payload: shownPayload(event.payload) },
+        })),
       );
     if (matches.length === 0) {
       console.log(`nothing in ${flags.from} matches ${describeQuery(archiveQuery(flags))}`);
@@ -95,7 +100,7 @@ export function registerArchiveCommands(program: Command): void {
       ['event id', (m) => m.event.event_id],
       ['type', (m) => m.event.event_type],
       ['received (UTC)', (m) => m.event.created_at],
-      ['outcome', (m) => m.event.outcome],
+      ['outcome', (m) => shownArchivedEvent(m.event).outcome],
       ['file', (m) => m.file],
     ]);
   });
@@ -114,4 +119,10 @@ export function registerArchiveCommands(program: Command): void {
     ]);
     console.log(`${report.restored} restored, ${report.present} already present; "webhook-inbox replay <id> --reason ..." processes one again`);
   });
+}
+
+/** An archived event with its outcome as readers show it: `outcome` in words, `outcome_detail` structured (null in files written before there was one). */
+function shownArchivedEvent(event: ArchivedEvent) {
+  const { outcome, outcomeDetail } = shownOutcome(event.outcome, event.outcome_detail ?? null);
+  return { ...event, outcome, outcome_detail: outcomeDetail };
 }

@@ -30,8 +30,9 @@ export function registerEventsCommands(program: Command): void {
     .option('--status <status>', EVENT_STATUSES.join(', '), choiceOption(EVENT_STATUSES))
     .option('--type <event-type>', 'provider event type, e.g. payment_intent.succeeded')
     .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string }) => {
-      const { events: rows, more } = await withInbox(configOrExit().config, 'reads', (inbox) => findEvents(inbox.store.db, options));
-      if (options.json) return printJson({ events: rows.map(eventSummary), more });
+      const found = await withInbox(configOrExit().config, 'reads', (inbox) => findEvents(inbox.store.db, options));
+      const [rows, more] = [found.events.map(eventSummary), found.more];
+      if (options.json) return printJson({ events: rows, more });
       if (rows.length === 0) return console.log('no events match');
       printTable(rows, EVENT_COLUMNS);
       if (more) console.log(`... more events match; raise --limit or narrow the filter`);
@@ -45,7 +46,8 @@ export function registerEventsCommands(program: Command): void {
     .action(async (id: string, options: { provider?: string; json?: boolean }) => {
       const detail = await withInbox(configOrExit().config, 'reads', (inbox) => eventDetail(inbox.store.db, id, options.provider));
       if (options.json) return printJson(detail);
-      const { payload, headers, replays, processings, ...fields } = detail;
+      // The outcome in words only: its structured form is for scripts (--json).
+      const { payload, headers, replays, processings, outcomeDetail: _structured, ...fields } = detail;
       printFields({ ...fields, headers: JSON.stringify(headers) });
       for (const replay of replays) {
         console.log(

@@ -28,6 +28,7 @@ import { recordEventsProcedure } from './0027_record_events_procedure.js';
 import { eventProcessings } from './0028_event_processings.js';
 import { adminSessions } from './0029_admin_sessions.js';
 import { paymentListIndexes } from './0030_payment_list_indexes.js';
+import { typedOutcomes } from './0032_typed_outcomes.js';
 
 /**
  * The inbox's versioned migrations, one file each, applied in name order and recorded in
@@ -65,5 +66,6 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
     '0028_event_processings': eventProcessings(types),
     '0029_admin_sessions': adminSessions(types),
     '0030_payment_list_indexes': paymentListIndexes(types),
+    '0032_typed_outcomes': typedOutcomes(types),
   };
 }

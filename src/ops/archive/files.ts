@@ -22,6 +22,7 @@ export function archiveLine(row: EventRow): string {
     status: row.status,
     attempts: row.attempts,
     outcome: row.outcome,
+    outcome_detail: row.outcome_detail,
     last_error: row.last_error,
     created_at: row.created_at,
     processed_at: row.processed_at,
@@ -30,10 +31,12 @@ export function archiveLine(row: EventRow): string {
   });
 }
 
+/** An archive line read back; files written before migration 0032 have no `outcome_detail`. */
 export type ArchivedEvent = Pick<
   EventRow,
   'provider' | 'event_id' | 'event_type' | 'status' | 'attempts' | 'outcome' | 'last_error' | 'created_at' | 'processed_at' | 'headers' | 'payload'
-> & { id: number };
+> &
+  Partial<Pick<EventRow, 'outcome_detail'>> & { id: number };
 
 export function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');

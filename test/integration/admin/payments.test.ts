@@ -165,7 +165,20 @@ for (const backend of STORE_BACKENDS) {
         detail.events.map((e) => [e.eventId, e.type, e.status, e.paymentId]),
         [['evt_pd_1', 'payment_intent.succeeded', 'processed', DELIVERED]],
       );
-      assert.deepEqual(Object.keys(detail.events[0]!), ['id', 'provider', 'eventId', 'type', 'status', 'paymentId', 'receivedAt', 'attempts', 'processedAt', 'lastError']);
+      assert.deepEqual(Object.keys(detail.events[0]!), [
+        'id',
+        'provider',
+        'eventId',
+        'type',
+        'status',
+        'paymentId',
+        'receivedAt',
+        'attempts',
+        'processedAt',
+        'lastError',
+        'outcome',
+        'outcomeDetail',
+      ]);
       assert.deepEqual(Object.keys(detail.order), ['id', 'status', 'amount', 'currency', 'userId', 'courseId', 'createdAt', 'updatedAt']);
       assert.deepEqual(
         detail.enrollments.map((e) => [e.userId, e.courseId, e.status]),

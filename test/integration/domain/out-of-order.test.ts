@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import type { PaymentState } from '../../../src/model/payment-event.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
 import { razorpayDelivery, stripeDelivery, stripePaymentEvent, type Delivery } from '../../support/signing.js';
@@ -10,6 +11,13 @@ function permutations<T>(items: readonly T[]): T[][] {
 }
 
 const STRIPE_LIFECYCLE = ['payment_intent.created', 'payment_intent.amount_capturable_updated', 'payment_intent.succeeded', 'charge.refunded'] as const;
+/** The state each of STRIPE_LIFECYCLE reports. */
+const STRIPE_STATES: Record<string, PaymentState> = {
+  'payment_intent.created': 'created',
+  'payment_intent.amount_capturable_updated': 'authorized',
+  'payment_intent.succeeded': 'captured',
+  'charge.refunded': 'refunded',
+};
 
 function stripeLifecycle(paymentId: string, order: readonly string[]): Delivery[] {
   return order.map((type) => stripeDelivery(stripePaymentEvent(`evt_${paymentId}_${type}`, type, paymentId, { userId: `u_${paymentId}`, courseId: 'c_order' })));
@@ -78,7 +86,10 @@ for (const backend of STORE_BACKENDS) {
         // Every event after the refund is stale and says so.
         for (const type of order.slice(order.indexOf('charge.refunded') + 1)) {
           const row = await harness.inbox.store.findEvent('stripe', `evt_${paymentId}_${type}`);
-          assert.match(row?.outcome ?? '', /^ignored: payment already refunded/, `${paymentId} ${type}`);
+          const detail = row?.outcomeDetail;
+          assert.ok(detail?.kind === 'stale', `${paymentId} ${type}: stale`);
+          assert.deepEqual([detail.state, detail.reported], ['refunded', STRIPE_STATES[type]], `${paymentId} ${type}`);
+          assert.match(row?.outcome ?? '', /^ignored: payment already refunded/, `${paymentId} ${type}: in words`);
         }
       }
     });
@@ -102,6 +113,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(after.status, 'captured');
       const stale = await harness.inbox.store.findEvent('stripe', 'evt_pi_fail_after_payment_intent.payment_failed');
       assert.equal(stale?.outcome, 'ignored: payment already captured');
+      assert.deepEqual(stale?.outcomeDetail, { kind: 'stale', paymentId: 'pi_fail_after', state: 'captured', reported: 'failed', detailsCompleted: false });
     });
   });
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { EventApplier, EventOutcome } from '../../../src/domain/applier.js';
+import type { EventApplier } from '../../../src/domain/applier.js';
+import type { EventOutcome } from '../../../src/model/outcome.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness, paymentEffects } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';

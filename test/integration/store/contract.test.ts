@@ -12,6 +12,7 @@ import type { InboxStore } from '../../../src/store/inbox-store.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { paymentEffects } from '../../support/harness.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
+import { customOutcome } from '../../../src/model/outcome.js';
 
 /**
  * The store port's contract, run unchanged against every adapter: whatever the database, the
@@ -68,6 +69,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
       '0028_event_processings',
       '0029_admin_sessions',
       '0030_payment_list_indexes',
+      '0032_typed_outcomes',
       'course-platform/0014_orders_and_enrollments',
     ]);
   });
@@ -179,7 +181,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
             updated_at: toDbTime(clock.now()),
           })
           .execute();
-        return 'stale';
+        return customOutcome('stale');
       }),
       LeaseLostError,
     );
@@ -190,7 +192,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     );
     assert.equal(await store.fail(first.lease, 'late', null), false);
 
-    assert.equal(await store.completeFenced(second.lease, async () => 'done by b'), 'done by b');
+    assert.deepEqual(await store.completeFenced(second.lease, async () => customOutcome('done by b')), customOutcome('done by b'));
     const state = await store.eventState(id);
     assert.equal(state?.status, 'processed');
     assert.equal(state?.outcome, 'done by b');
@@ -211,7 +213,7 @@ await describeEachStore('store contract', { domains: [coursePlatform] }, (suite)
     await assert.rejects(
       store.completeFenced(claimed.lease, async () => {
         clock.advance(1001);
-        return 'too late';
+        return customOutcome('too late');
       }),
       LeaseLostError,
     );

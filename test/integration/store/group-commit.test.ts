@@ -23,6 +23,7 @@ import { RECORD_EVENT_PROCEDURE } from '../../../src/db/mysql/record-event-proce
 import { RECORD_EVENTS_PROCEDURE } from '../../../src/db/mysql/record-events-procedure-v1.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
+import { customOutcome, outcomeText } from '../../../src/model/outcome.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { TestClock } from '../../support/harness.js';
@@ -54,7 +55,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
   test('one batch of new, repeated and already stored events: one "recorded" per event, every duplicate names its row', async () => {
     const old = await store.record(verified('gc_old'));
     const claimed = await store.claim(old.id, 'w', LEASE_MS);
-    await store.completeFenced(claimed!.lease, async () => 'done');
+    await store.completeFenced(claimed!.lease, async () => customOutcome('done'));
 
     const names = ['gc_a', 'gc_b', 'gc_a', 'gc_old', 'gc_c', 'gc_b', 'gc_a'];
     const results = await Promise.all(names.map((name) => store.record(verified(name))));
@@ -515,7 +516,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         .values({ provider: 'razorpay', payment_id: paymentId, user_id: null, course_id: null, amount: null, currency: null, status: 'paid', created_at: now, updated_at: now })
         .execute();
       if (paymentId === 'pay_fails') throw new Error('handler failed');
-      return `order ${paymentId}`;
+      return customOutcome(`order ${paymentId}`);
     };
     const results = await Promise.allSettled([
       store.completeFenced(leases[0]!, writeOrder('pay_ok_1')),
@@ -523,8 +524,8 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       store.completeFenced(stolen, writeOrder('pay_lost')),
       store.completeFenced(leases[3]!, writeOrder('pay_ok_2')),
     ]);
-    assert.deepEqual(results[0], { status: 'fulfilled', value: 'order pay_ok_1' });
-    assert.deepEqual(results[3], { status: 'fulfilled', value: 'order pay_ok_2' });
+    assert.deepEqual(results[0], { status: 'fulfilled', value: customOutcome('order pay_ok_1') });
+    assert.deepEqual(results[3], { status: 'fulfilled', value: customOutcome('order pay_ok_2') });
     assert.equal(results[1].status === 'rejected' && (results[1].reason as Error).message, 'handler failed');
     assert.ok(results[2].status === 'rejected' && results[2].reason instanceof LeaseLostError);
     const orders = await store.db.withTables<CoursePlatformTables>().selectFrom('orders').select('payment_id').where('payment_id', 'like', 'pay_%').execute();
@@ -590,12 +591,16 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
           const change = await advancePayment(tx.withPlugin(counter), 'razorpay', captured(payments[i]!, `u_${i}`), now, watchedBatch(batch, counter));
-          return `${change.applied} ${change.payment.status} ${change.payment.user_id}`;
+          return customOutcome(`${change.applied} ${change.payment.status} ${change.payment.user_id}`);
         }),
       ),
     );
     assert.deepEqual(statements.sort(), ['insert', 'select', 'update'], 'one read, one insert of the new payments, one update of the stored ones');
-    assert.deepEqual(changes, ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'], 'each event sees its own payment, moved forward');
+    assert.deepEqual(
+      changes.map(outcomeText),
+      ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'],
+      'each event sees its own payment, moved forward',
+    );
     const stored = await store.db
       .selectFrom('payments')
       .select(['payment_id', 'status', 'user_id', 'course_id'])
@@ -638,12 +643,12 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
               })
               .execute();
           }
-          return `${change.payment.status} ${batch.payments.length}`;
+          return customOutcome(`${change.payment.status} ${batch.payments.length}`);
         }),
       ),
     );
     assert.ok(raced);
-    assert.deepEqual(outcomes, ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
+    assert.deepEqual(outcomes.map(outcomeText), ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
     const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
     assert.deepEqual(stored, [
       { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
@@ -693,7 +698,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
           };
           for (const handler of coursePlatform.handlers!.captured!)
             await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
-          return 'granted';
+          return customOutcome('granted');
         }),
       ),
     );
@@ -757,21 +762,21 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
             };
             for (const handler of coursePlatform.handlers![change.payment.status] ?? [])
               await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch });
-            return `${change.applied} ${change.payment.status}`;
+            return customOutcome(`${change.applied} ${change.payment.status}`);
           });
         const [capturing, refunding, third] = await Promise.allSettled([
           apply(capture, 'captured'),
           apply(refund, 'refunded'),
           store.completeFenced(other, async () => {
             if (failing) throw new Error('handler failed');
-            return 'done';
+            return customOutcome('done');
           }),
         ]);
         assert.deepEqual(
           [capturing, refunding],
           [
-            { status: 'fulfilled', value: 'true captured' },
-            { status: 'fulfilled', value: 'true refunded' },
+            { status: 'fulfilled', value: customOutcome('true captured') },
+            { status: 'fulfilled', value: customOutcome('true refunded') },
           ],
           'applied in the order submitted',
         );

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
 import { openStore } from '../../../src/store/open-store.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
+import { customOutcome } from '../../../src/model/outcome.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 
 /** What readiness and the metrics gauges read from the store, on every store adapter. */
@@ -62,6 +63,7 @@ for (const backend of STORE_BACKENDS) {
         '0028_event_processings',
         '0029_admin_sessions',
         '0030_payment_list_indexes',
+        '0032_typed_outcomes',
       ]);
       await store.migrate();
       assert.deepEqual(await store.pendingMigrations(), []);
@@ -85,7 +87,7 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(await store.pipelineStats(), { due: 3, oldestPendingAt: firstAt, stuck: 1, failed: 0 }, 'an expired lease is stuck, and due');
       const takeover = (await store.claim(first.id, 'worker-b', LEASE_MS))!;
       assert.equal(takeover.takeover, true);
-      await store.completeFenced(takeover.lease, async () => 'done');
+      await store.completeFenced(takeover.lease, async () => customOutcome('done'));
 
       const retried = (await store.claim(second.id, 'worker-a', LEASE_MS))!;
       await store.fail(retried.lease, 'later', new Date(clock.now().getTime() + 60_000));

@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
 import { openStore } from '../../../src/store/open-store.js';
 import type { InboxStore } from '../../../src/store/inbox-store.js';
+import { customOutcome } from '../../../src/model/outcome.js';
 import { describeEachStore } from '../../support/store-suite.js';
 
 /**
@@ -50,17 +51,17 @@ await describeEachStore('payment locks', (suite) => {
       firstWorking.open();
       await releaseFirst.opened;
       order.push('first');
-      return 'first';
+      return customOutcome('first');
     });
     await firstWorking.opened;
     const secondDone = other.completeFenced(waiting.lease, async () => {
       order.push('second');
-      return 'second';
+      return customOutcome('second');
     });
     await sleep(300);
     assert.deepEqual(order, [], 'the second waits while the first holds the payment');
     releaseFirst.open();
-    assert.deepEqual(await Promise.all([firstDone, secondDone]), ['first', 'second']);
+    assert.deepEqual(await Promise.all([firstDone, secondDone]), [customOutcome('first'), customOutcome('second')]);
     assert.deepEqual(order, ['first', 'second']);
     assert.equal((await store.eventState(second))?.status, 'processed');
   });
@@ -73,7 +74,7 @@ await describeEachStore('payment locks', (suite) => {
     const busyDone = store.completeFenced(busy.lease, async () => {
       working.open();
       await release.opened;
-      return 'busy';
+      return customOutcome('busy');
     });
     await working.opened;
     if (suite.backend !== 'sqlite') {
@@ -82,11 +83,11 @@ await describeEachStore('payment locks', (suite) => {
       const none = await other.claim(await record('evt_pl_none', null), 'worker-2', LEASE_MS);
       assert.ok(free && none);
       assert.equal(none.lease.payment, null);
-      assert.equal(await other.completeFenced(free.lease, async () => 'free'), 'free');
-      assert.equal(await other.completeFenced(none.lease, async () => 'none'), 'none');
+      assert.deepEqual(await other.completeFenced(free.lease, async () => customOutcome('free')), customOutcome('free'));
+      assert.deepEqual(await other.completeFenced(none.lease, async () => customOutcome('none')), customOutcome('none'));
     }
     release.open();
-    assert.equal(await busyDone, 'busy');
+    assert.deepEqual(await busyDone, customOutcome('busy'));
   });
 
   test('a failed attempt holds nothing: the next event of the payment completes at once', async () => {
@@ -94,7 +95,7 @@ await describeEachStore('payment locks', (suite) => {
     assert.ok(failing && (await store.fail(failing.lease, 'boom', new Date(suite.clock.now().getTime() + 60_000))));
     const next = await other.claim(await record('evt_pl_d2', 'pi_pl_d'), 'worker-2', LEASE_MS);
     assert.ok(next);
-    assert.equal(await other.completeFenced(next.lease, async () => 'done'), 'done');
+    assert.deepEqual(await other.completeFenced(next.lease, async () => customOutcome('done')), customOutcome('done'));
   });
 
   // The database server's own locks and timeouts: SQLite, one writer, takes no lock and has no server.
@@ -111,14 +112,14 @@ await describeEachStore('payment locks', (suite) => {
           working.open();
           await sleep(4000);
           woke = true;
-          return 'late';
+          return customOutcome('late');
         });
         const outcome = stalledDone.then(
           () => 'committed',
           () => 'rolled back',
         );
         await working.opened;
-        assert.equal(await other.completeFenced(next.lease, async () => 'next'), 'next');
+        assert.deepEqual(await other.completeFenced(next.lease, async () => customOutcome('next')), customOutcome('next'));
         assert.equal(woke, false, 'the next event ran while the stalled one still slept');
         assert.equal(await outcome, 'rolled back');
         assert.equal((await store.eventState(stalled.lease.id))?.status, 'processing', 'nothing of the stalled attempt committed');
@@ -132,7 +133,7 @@ await describeEachStore('payment locks', (suite) => {
       assert.ok(claimed);
       await store.db.deleteFrom('payment_leases').where('payment_id', '=', 'pi_pl_e').execute();
       await assert.rejects(
-        store.completeFenced(claimed.lease, async () => 'done'),
+        store.completeFenced(claimed.lease, async () => customOutcome('done')),
         /payment lock row is missing/,
       );
       assert.equal((await store.eventState(claimed.lease.id))?.status, 'processing', 'rolled back');

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { EventOutcome } from '../../../src/model/outcome.js';
 import { processingsOf, type ReplayRow } from '../../../src/ops/event-history.js';
 
 let nextId = 1;
 /** A replay's row: `madeDue` when it reset the event, `replaced` the processing it kept. */
-function replay(actor: string, requestedAt: string, madeDue: boolean, replaced?: { outcome: string; processedAt: string }): ReplayRow {
+function replay(actor: string, requestedAt: string, madeDue: boolean, replaced?: { outcome: string; detail?: string; processedAt: string }): ReplayRow {
   return {
     id: nextId++,
     event_row_id: 1,
@@ -16,6 +17,7 @@ function replay(actor: string, requestedAt: string, madeDue: boolean, replaced?:
     previous_attempts: 1,
     previous_error: null,
     previous_outcome: replaced?.outcome ?? null,
+    previous_outcome_detail: replaced?.detail ?? null,
     previous_processed_at: replaced?.processedAt ?? null,
     previous_claimed_at: null,
     previous_owner: replaced ? 'host:1:aaaaaaaa' : null,
@@ -29,6 +31,7 @@ function replay(actor: string, requestedAt: string, madeDue: boolean, replaced?:
 const row = {
   status: 'processed' as const,
   outcome: 'third',
+  outcome_detail: null,
   processed_at: '2026-01-01 00:00:09.000',
   claimed_at: '2026-01-01 00:00:08.000',
   attempts: 1,
@@ -56,6 +59,7 @@ describe('processingsOf', () => {
     );
     assert.deepEqual(processings[2], {
       outcome: 'third',
+      outcomeDetail: null,
       processedAt: new Date('2026-01-01T00:00:09.000Z'),
       startedAt: new Date('2026-01-01T00:00:08.000Z'),
       attempt: 1,
@@ -71,5 +75,29 @@ describe('processingsOf', () => {
       ['first'],
     );
     assert.deepEqual(processingsOf({ ...row, status: 'received', outcome: null, processed_at: null }, []), []);
+  });
+
+  test('a processing stored with its structured outcome gives it, said in words by outcomeText; one stored as text only gives its text', () => {
+    const applied: EventOutcome = { kind: 'applied', paymentId: 'pi_1', from: null, to: 'captured', detailsCompleted: false };
+    const stale: EventOutcome = { kind: 'stale', paymentId: 'pi_1', state: 'captured', reported: 'captured', detailsCompleted: true };
+    const replays = [
+      replay('alice', '2026-01-01 00:00:02.000', true, { outcome: 'text written before', processedAt: '2026-01-01 00:00:01.000' }),
+      replay('bob', '2026-01-01 00:00:04.000', true, { outcome: 'applied: payment pi_1 captured', detail: JSON.stringify(applied), processedAt: '2026-01-01 00:00:03.000' }),
+    ];
+    const processings = processingsOf({ ...row, outcome: 'ignored: payment already captured (details completed)', outcome_detail: JSON.stringify(stale) }, replays);
+    assert.deepEqual(
+      processings.map((p) => [p.outcome, p.outcomeDetail]),
+      [
+        ['text written before', null],
+        ['applied: payment pi_1 captured', applied],
+        ['ignored: payment already captured (details completed)', stale],
+      ],
+    );
+    const edited = processingsOf({ ...row, outcome: 'by hand', outcome_detail: '{"kind":"applied"}' }, []);
+    assert.deepEqual(
+      edited.map((p) => [p.outcome, p.outcomeDetail]),
+      [['by hand', null]],
+      'a structured form that is not an outcome reads as none',
+    );
   });
 });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import { systemClock } from '../../../src/clock.js';
-import type { EventApplier, EventOutcome } from '../../../src/domain/applier.js';
+import type { EventApplier, TextOutcome } from '../../../src/domain/applier.js';
+import type { EventOutcome } from '../../../src/model/outcome.js';
 import type { InboxMetrics } from '../../../src/observability/metrics.js';
 import { Processor } from '../../../src/processing/processor.js';
 import type { BusinessTransaction, ClaimedEvent, InboxStore, Lease } from '../../../src/store/inbox-store.js';
@@ -15,7 +16,7 @@ function oneEventStore(leaseMs: number) {
       const event = { id, provider: 'stripe' as const, eventId: `evt_${id}`, eventType: 'test', payload: {}, headers: {}, attempts: 1, createdAt: new Date() };
       return { lease, event, takeover: false };
     },
-    completeFenced: (_lease: Lease, work: (tx: BusinessTransaction) => Promise<string>) => work({} as BusinessTransaction),
+    completeFenced: (_lease: Lease, work: (tx: BusinessTransaction) => Promise<EventOutcome>) => work({} as BusinessTransaction),
     async fail() {
       return true;
     },
@@ -63,14 +64,14 @@ test('a handler that finished in time is never aborted afterwards: the expiry ti
     seen = signal;
     return { text: 'applied' };
   }).process(2);
-  assert.deepEqual(result, { result: 'processed', outcome: 'applied' });
+  assert.deepEqual(result, { result: 'processed', outcome: 'applied', outcomeDetail: { kind: 'custom', text: 'applied' } });
   await sleep(100);
   assert.equal(seen?.aborted, false);
 });
 
 test('the end of an attempt wakes whoever waits on that event, and only them', async () => {
   let finish!: () => void;
-  const worker = processor(5_000, () => new Promise<EventOutcome>((resolve) => (finish = () => resolve({ text: 'applied' }))));
+  const worker = processor(5_000, () => new Promise<TextOutcome>((resolve) => (finish = () => resolve({ text: 'applied' }))));
   const attempt = worker.process(3);
   let woken = false;
   const waiting = worker.attemptEnded(3, 10_000).then(() => (woken = true));
