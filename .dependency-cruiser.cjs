@@ -13,15 +13,24 @@ const LAYERS = [
   ['src/observability/', 'src/queue/'], // metrics, logs, readiness; how ids reach the workers
   ['src/processing/'], // claim, apply, complete: the workers
   ['src/outbox/'], // side effects after commit
-  ['src/extension/'], // what a business domain brings: tables, handlers, transports
-  ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
+  ['src/extension/'], // what a business domain brings: settings, tables, handlers, transports, what the screens show of it
   ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
   ['src/admin/'], // the operator dashboard's logic: access, event list, audited actions, overview figures
   ['src/http/'], // fastify routes
-  ['src/app.ts', 'src/service/'], // the composition root, and the service: its parts started and stopped in one order, its listeners, the workers' thread
+  ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
+  ['src/app.ts', 'src/service/'], // the composition root, and the service: its parts started and stopped in one order, its listeners, the workers' thread, the domains it runs
   ['src/cli/', 'src/index.ts'], // the command line and the library surface
 ];
+
+/**
+ * The engine knows payments, not any business: no engine folder imports a domain, whatever the
+ * layers allow. The domains are the folders that ship one; everything else under src/ but the
+ * places that choose which domains run (the composition root, the library surface, the command
+ * line's wiring) is the engine.
+ */
+const DOMAINS = ['src/course-platform/', 'src/forwarding/'];
+const COMPOSITION = ['src/app.ts', 'src/service/', 'src/index.ts', 'src/cli/'];
 
 const escapeRegExp = (path) => path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const pattern = (paths) => `^(${paths.map((p) => escapeRegExp(p) + (p.endsWith('/') ? '' : '$')).join('|')})`;
@@ -57,6 +66,20 @@ module.exports = {
       comment: "a database's own code (db/mysql, db/postgres, db/sqlite) is reached through its StoreBackend: only db/ imports it",
       from: { path: '^src/', pathNot: '^src/db/' },
       to: { path: '^src/db/(mysql|postgres|sqlite)/' },
+    },
+    {
+      name: 'engine-not-to-domains',
+      severity: 'error',
+      comment: 'an engine folder never imports a domain: a domain says what the engine must know through the hooks of extension/payment-domain.ts',
+      from: { path: '^src/', pathNot: pattern([...DOMAINS, ...COMPOSITION]) },
+      to: { path: pattern(DOMAINS) },
+    },
+    {
+      name: 'domain-not-to-other-domains',
+      severity: 'error',
+      comment: 'each domain stands alone: an application runs any of them without the others',
+      from: { path: '^src/(course-platform|forwarding)/' },
+      to: { path: '^src/(course-platform|forwarding)/', pathNot: '^src/$1/' },
     },
     ...layerRules,
   ],

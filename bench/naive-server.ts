@@ -71,9 +71,13 @@ app.post('/webhooks/:provider', express.raw({ type: () => true, limit: '1mb' }),
     const canonical = providers.toCanonical(event.provider, { eventType: event.eventType, payload: event.parsedPayload ?? JSON.parse(event.payload) });
     const payment = canonical.kind === 'payment' ? canonical : null;
     await pool.execute(RECORD, [event.provider, event.eventId, event.eventType, payment?.paymentId ?? null, event.payload, JSON.stringify(event.headers), toDbTime(new Date())]);
-    if (payment?.userId && payment.courseId) {
+    // The bench's deliveries name the buyer in Stripe's metadata and Razorpay's notes, or PayU's udf1 and udf2.
+    const [userKey, courseKey] = event.provider === 'payu' ? ['udf1', 'udf2'] : ['user_id', 'course_id'];
+    const userId = payment?.metadata[userKey];
+    const courseId = payment?.metadata[courseKey];
+    if (payment && userId && courseId) {
       const now = toDbTime(new Date());
-      await pool.execute(ENROLL, [payment.userId, payment.courseId, event.provider, payment.paymentId, now, now]);
+      await pool.execute(ENROLL, [userId, courseId, event.provider, payment.paymentId, now, now]);
     }
     await pool.execute(MARK_PROCESSED, [toDbTime(new Date()), event.provider, event.eventId]);
     res.json({ received: true });

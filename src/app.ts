@@ -3,13 +3,13 @@ import type { Migration } from 'kysely';
 import type { Logger } from 'pino';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/settings.js';
-import { coursePlatform } from './course-platform/course-platform.js';
 import type { InboxDatabase } from './db/schema.js';
 import { processOwner } from './db/lease.js';
 import { maskUrl, storeLocation } from './config/display.js';
 import { describeError } from './errors.js';
 import { paymentApplier, type EventApplier, type PaymentHandlers } from './domain/applier.js';
-import { composeDomains, definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
+import { composeDomains } from './extension/compose-domains.js';
+import { definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
 import { forwarding } from './forwarding/forwarding.js';
 import { AdminDashboard, adminRetentionJob } from './admin/dashboard.js';
 import { DeliveryStatsRecorder } from './observability/delivery-stats.js';
@@ -47,9 +47,9 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
   clock?: Clock;
   logger?: Logger;
   /**
-   * The business domains in use, each with its tables, handlers and transports (`coursePlatform`,
-   * yours from `definePaymentDomain`). Without it, the course platform runs when COURSE_PLATFORM
-   * allows it (the default) and neither `handlers` nor `apply` is given.
+   * The business domains in use, each with its tables, handlers and transports (those the package
+   * ships under its subpaths, yours from `definePaymentDomain`); none by default. A domain with
+   * settings of its own is given to loadConfig too, which reads them.
    */
   domains?: PaymentDomain[];
   /** Your own handlers per payment state: a domain named `app`, run after those in `domains`. */
@@ -80,13 +80,11 @@ export interface InboxOptions<DB extends InboxDatabase = InboxDatabase> {
 }
 
 /**
- * The domains an inbox runs, in order: the chosen ones (by default the course platform, see
- * InboxOptions.domains), forwarding when FORWARD_URL is set, and the options' own handlers,
- * migrations and transports as the `app` domain.
+ * The domains an inbox runs, in order: those the options list, forwarding when FORWARD_URL is set,
+ * and the options' own handlers, migrations and transports as the `app` domain.
  */
 export function inboxDomains<DB extends InboxDatabase>(config: Config, options: InboxOptions<DB>): PaymentDomain[] {
-  const chosen = options.domains ?? (options.handlers || options.apply || !config.coursePlatform ? [] : [coursePlatform]);
-  const { handlers, migrations, transports } = options;
+  const { domains: chosen = [], handlers, migrations, transports } = options;
   const own = handlers || migrations || transports ? [definePaymentDomain<DB>({ name: 'app', handlers, migrations, transports })] : [];
   return [...chosen, ...(config.forward ? [forwarding(config.forward)] : []), ...own];
 }
@@ -95,8 +93,7 @@ export function inboxDomains<DB extends InboxDatabase>(config: Config, options: 
 export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Config, options: InboxOptions<DB> = {}): Inbox {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger(config.logLevel);
-  // The course platform's migrations stay known where it is not in use: a database it ran on is fine.
-  const domains = composeDomains(config, inboxDomains(config, options), [coursePlatform]);
+  const domains = composeDomains(config, inboxDomains(config, options));
   const store = openStore(config.databaseUrl, {
     poolSize: config.dbPoolSize,
     recordConnections: config.dbRecordConnections,
@@ -150,7 +147,7 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper({ store, workers: pool, logger, overdueMs: processing.sweepIntervalMs });
   const workers = new BackgroundWorkers({ subscriber: queue.subscriber, pool, sweeper, processor, sweepIntervalMs: processing.sweepIntervalMs, logger });
-  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness });
+  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness, domains });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }
@@ -194,7 +191,7 @@ async function serviceServers(config: Config, inbox: Inbox): Promise<Pick<Servic
   const management = config.management ? await createManagementServer(config, inbox) : null;
   if (management) await app.register(livenessRoute);
   else await app.register(opsRoutes, { inbox });
-  const dashboard = config.admin ? new AdminDashboard(inbox, config.admin, config.trustProxy, config.coursePlatform, config.operations.stuckCheck) : null;
+  const dashboard = config.admin ? new AdminDashboard(inbox, config.admin, config.trustProxy, config.operations.stuckCheck) : null;
   if (config.admin && dashboard) {
     await (management ?? app).register(adminRoutes, { dashboard });
     const where = management ? ' of the management listener (MANAGEMENT_PORT)' : '';

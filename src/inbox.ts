@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
 import type { ProcessingSettings } from './config/settings.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
+import type { DomainViews } from './extension/compose-domains.js';
 import { deliveryResult, type InboxMetrics } from './observability/metrics.js';
 import { InFlight } from './observability/in-flight.js';
 import type { Readiness } from './observability/readiness.js';
@@ -48,6 +49,8 @@ export interface InboxParts {
   logger: Logger;
   metrics: InboxMetrics;
   readiness: Readiness;
+  /** What its domains show of their rows on the operator's screens, and how they erase a person. */
+  domains: DomainViews;
 }
 
 export class Inbox {
@@ -60,6 +63,7 @@ export class Inbox {
   readonly logger: Logger;
   readonly metrics: InboxMetrics;
   readonly readiness: Readiness;
+  readonly domains: DomainViews;
   /** Deliveries between their arrival here and their answer: how much the acknowledgements queue. */
   readonly deliveriesInFlight = new InFlight();
   private readonly workers: BackgroundWorkers;
@@ -78,6 +82,7 @@ export class Inbox {
       logger: this.logger,
       metrics: this.metrics,
       readiness: this.readiness,
+      domains: this.domains,
     } = parts);
   }
 

@@ -1,9 +1,12 @@
-/** The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`. */
+/**
+ * The library surface: embed the inbox in another Node service, or run it as `webhook-inbox serve`.
+ * @module webhook-inbox
+ */
 // First: an unsupported Node gets a clear error before anything else is loaded.
 import './supported-node.js';
 export { createApp, createInbox, createManagementServer, createServer, createServers, startWorkers, type AppOptions, type InboxOptions, type InboxServers } from './app.js';
-export { loadConfig } from './config/load.js';
-export { readEnvironment } from './config/environment.js';
+export { loadConfig, type ConfigOptions, type SettingsOwner } from './config/load.js';
+export { readEnvironment, type SettingsReader } from './config/environment.js';
 export { Inbox, type ReceiveResult } from './inbox.js';
 export { webhookRoutes } from './http/webhook-routes.js';
 export { livenessRoute, opsRoutes, type OpsRoutesOptions } from './http/ops-routes.js';
@@ -21,9 +24,8 @@ export type { EventContext, PaymentContext, PaymentHandler, PaymentHandlers, Eve
 export { outcomeText, type EventOutcome, type AppliedOutcome, type StaleOutcome, type IgnoredOutcome, type CustomOutcome } from './model/outcome.js';
 export type { Payment } from './domain/payments.js';
 export { definePaymentDomain, type PaymentDomain } from './extension/payment-domain.js';
-export { coursePlatform } from './course-platform/course-platform.js';
-export { receiptKey, fulfilmentKey, cancellationKey, COURSE_EFFECTS, type PaymentEffect } from './course-platform/handlers.js';
-export type { CoursePlatformDatabase, CoursePlatformTables, OrdersTable, EnrollmentsTable } from './course-platform/schema.js';
+export type { DomainSection, ErasureSelector, PaymentOutboxRows, PaymentRef, PaymentSection, SectionField } from './extension/domain-hooks.js';
+export type { DomainViews } from './extension/compose-domains.js';
 export { writeOutbox, type NewOutboxMessage } from './outbox/outbox-writer.js';
 export { FORWARD_KIND, forwarding } from './forwarding/forwarding.js';
 export type { ForwardedEvent, PaymentForwardedEvent, WebhookForwardedEvent } from './forwarding/forwarded-event.js';
@@ -36,6 +38,6 @@ export type { ProviderName, RawDelivery, VerifiedEvent } from './model/delivery.
 export type { InboxStore, InboxEvent, BusinessTransaction, CompletionBatch } from './store/inbox-store.js';
 export type { InboxDatabase, DbTime, WebhookEventsTable, WebhookEventBodiesTable, PaymentsTable, OutboxTable, OutboxStatus, EventStatus } from './db/schema.js';
 export type { ColumnTypes } from './db/column-types.js';
-export type { Config, ForwardSettings, ManagementSettings } from './config/settings.js';
+export type { Config, ForwardSettings, ManagementSettings, OutboxSettings, SmtpSettings } from './config/settings.js';
 // The query builder's types a domain's tables, migrations and handlers are written with.
 export type { Generated, Insertable, Kysely, Migration, Selectable, Transaction } from 'kysely';

@@ -44,8 +44,6 @@ export class AdminDashboard {
     readonly inbox: Inbox,
     settings: AdminSettings,
     trustProxy: string[],
-    /** Whether the course platform's tables exist to be shown (orders, enrollments). */
-    readonly coursePlatform: boolean,
     /** The stuck-check thresholds, so the failed-and-stuck screen agrees with the scheduled check. */
     readonly stuckThresholds: OperationsSettings['stuckCheck'],
   ) {

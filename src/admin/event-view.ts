@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { selectEventRows } from '../db/event-rows.js';
 import type { AttemptOutcome, InboxDatabase, WebhookEventsTable } from '../db/schema.js';
 import type { ShownOutcome } from '../model/outcome.js';
+import type { DomainViews } from '../extension/compose-domains.js';
 import { shownHeaders, shownPayload } from '../model/secrets.js';
 import { processingsOf, replaysOf, type Processing } from '../ops/event-history.js';
 import { OperationError } from '../ops/errors.js';
@@ -80,15 +81,15 @@ function pretty(payload: string): string | null {
   }
 }
 
-/** The event with row id `id`, or null. `actions`: the audit rows about it, newest first. */
-export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, coursePlatform: boolean, id: number, actions: AdminAction[]): Promise<EventView | null> {
+/** The event with row id `id`, or null. `actions`: the audit rows about it, newest first. `domains`: those in use. */
+export async function eventView(db: Kysely<InboxDatabase>, clock: Clock, domains: DomainViews, id: number, actions: AdminAction[]): Promise<EventView | null> {
   const row = await selectEventRows(db).where('id', '=', id).executeTakeFirst();
   if (!row) return null;
   const replays = await replaysOf(db, id);
   let payment: PaymentDetail | null = null;
   if (row.payment_id !== null) {
     try {
-      payment = await paymentDetail(db, clock, row.provider, row.payment_id, coursePlatform);
+      payment = await paymentDetail(db, clock, domains, row.provider, row.payment_id);
     } catch (error) {
       if (!(error instanceof OperationError)) throw error;
     }

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import type { EnrollmentsTable, OrdersTable } from '../course-platform/schema.js';
 import type { PaymentsTable } from '../db/schema.js';
+import type { PaymentSection } from '../extension/domain-hooks.js';
 import { storedMetadata } from '../domain/payment-change.js';
 import type { PaymentMetadata, PaymentState } from '../model/payment-event.js';
 import type { PaymentDetail } from '../ops/payment-detail.js';
@@ -22,34 +22,10 @@ export interface PaymentListItem {
 /** A payment with all it holds, named as in the list. */
 export interface PaymentView extends PaymentListItem {
   email: string | null;
-  userId: string | null;
-  courseId: string | null;
   /** The merchant's metadata: Stripe `metadata`, Razorpay `notes`, PayU `udf1`-`udf5`. */
   metadata: PaymentMetadata;
   /** When its first processed event created it. */
   createdAt: string;
-}
-
-/** The course platform's order of the payment. */
-export interface OrderView {
-  id: number;
-  status: Selectable<OrdersTable>['status'];
-  amount: number | null;
-  currency: string | null;
-  userId: string | null;
-  courseId: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-/** An enrollment the payment granted. */
-export interface EnrollmentView {
-  id: number;
-  userId: string;
-  courseId: string;
-  status: Selectable<EnrollmentsTable>['status'];
-  createdAt: string;
-  updatedAt: string;
 }
 
 /** One payment and everything it caused (GET /admin/api/payments/:provider/:paymentId, `payments show --json`). */
@@ -62,8 +38,8 @@ export interface PaymentDetailView {
   events: EventListItem[];
   /** More events exist than `events` holds. */
   moreEvents: boolean;
-  order: OrderView | null;
-  enrollments: EnrollmentView[];
+  /** What each domain in use holds about it (an order, what it granted), in the domain's own words. */
+  sections: PaymentSection[];
   outbox: OutboxEntry[];
 }
 
@@ -77,28 +53,9 @@ export function paymentView(row: Selectable<PaymentsTable>): PaymentView {
   return {
     ...paymentListItem(row),
     email: row.email,
-    userId: row.user_id,
-    courseId: row.course_id,
     metadata: storedMetadata(row.metadata),
     createdAt: isoTime(row.created_at),
   };
-}
-
-function orderView(row: Selectable<OrdersTable>): OrderView {
-  return {
-    id: row.id,
-    status: row.status,
-    amount: row.amount,
-    currency: row.currency,
-    userId: row.user_id,
-    courseId: row.course_id,
-    createdAt: isoTime(row.created_at),
-    updatedAt: isoTime(row.updated_at),
-  };
-}
-
-function enrollmentView(row: Selectable<EnrollmentsTable>): EnrollmentView {
-  return { id: row.id, userId: row.user_id, courseId: row.course_id, status: row.status, createdAt: isoTime(row.created_at), updatedAt: isoTime(row.updated_at) };
 }
 
 export function paymentDetailView(detail: PaymentDetail): PaymentDetailView {
@@ -108,8 +65,7 @@ export function paymentDetailView(detail: PaymentDetail): PaymentDetailView {
     payment: detail.payment && paymentView(detail.payment),
     events: detail.events.map((event) => eventListItem(event, { outcome: event.outcome, outcomeDetail: event.outcome_detail })),
     moreEvents: detail.moreEvents,
-    order: detail.order && orderView(detail.order),
-    enrollments: detail.enrollments.map(enrollmentView),
+    sections: detail.sections,
     outbox: detail.outbox,
   };
 }

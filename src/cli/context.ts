@@ -10,6 +10,7 @@ import { createLogger } from '../observability/logger.js';
 import { ConfigError } from '../errors.js';
 import type { Inbox } from '../inbox.js';
 import { parseDuration, parseTimeReference } from '../config/duration.js';
+import { SERVICE_DOMAINS, serviceDomains } from '../service/domains.js';
 
 /** Exit codes shared by every command: 1 = failed (or, for checks, "found something"), 2 = bad usage. */
 export const EXIT_FAILED = 1;
@@ -24,7 +25,7 @@ export const EXIT_USAGE = 2;
 export function configOrExit({ unknownVariables = 'warned' }: { unknownVariables?: 'warned' | 'returned' } = {}): ConfigReading & { file: string | null } {
   try {
     const environment = readEnvironment();
-    const reading = readConfig(environment.variables);
+    const reading = readConfig(environment.variables, { domains: SERVICE_DOMAINS });
     if (unknownVariables === 'warned') for (const { message } of reading.unknown) console.error(`webhook-inbox: warning: ${message}`);
     return { ...reading, file: environment.file };
   } catch (error) {
@@ -52,13 +53,13 @@ export type DatabaseAccess = 'reads' | 'writes';
 
 /**
  * Runs an operator command against the configured database: the same inbox (store, providers,
- * processor) the service uses, without HTTP or background workers. Logs go to stderr at `warn` unless
+ * processor, domains) the service uses, without HTTP or background workers. Logs go to stderr at `warn` unless
  * LOG_LEVEL asks for more, so stdout holds only the command's output.
  */
 export async function withInbox<T>(config: Config, access: DatabaseAccess, run: (inbox: Inbox) => Promise<T>): Promise<T> {
   if (access === 'reads') refuseMissingSqliteFile(config.databaseUrl);
   const level = process.env.LOG_LEVEL ? config.logLevel : 'warn';
-  const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })) });
+  const inbox = createInbox(config, { logger: pino({ level }, pino.destination({ dest: 2, sync: true })), domains: serviceDomains(config) });
   try {
     if (access === 'reads') await refusePendingMigrations(inbox, config.databaseUrl);
     else if (config.migrateOnStart) await migrateStore(inbox.store, config.databaseUrl);

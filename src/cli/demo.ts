@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { createApp } from '../app.js';
 import { systemClock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
-import type { CoursePlatformTables } from '../course-platform/schema.js';
+import { buyerOf, coursePlatformSettings, type CoursePlatformTables } from '../course-platform/index.js';
+import { storedMetadata } from '../domain/payment-change.js';
 import type { ProviderName } from '../model/delivery.js';
 import { shownOutcome, type ShownOutcome } from '../model/outcome.js';
 import { simulateEvent, type SimulatedPayment } from '../ops/simulator/simulated-events.js';
 import { sendEvent, type SendReport } from '../ops/simulator/send.js';
+import { SERVICE_DOMAINS, serviceDomains } from '../service/domains.js';
 
 export interface DemoStep {
   title: string;
@@ -44,21 +46,24 @@ interface DemoDelivery {
 export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoStep) => void } = {}): Promise<DemoReport> {
   const dir = await mkdtemp(join(tmpdir(), 'webhook-inbox-demo-'));
   const secret = (prefix = '') => `${prefix}${randomBytes(16).toString('hex')}`;
-  const config = loadConfig({
-    DATABASE_URL: `sqlite:${join(dir, 'demo.db')}`,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    SWEEP_INTERVAL_MS: '200',
-    STUCK_CHECK_CRON: 'off',
-    // The demo shows the reference business at work, whatever the environment says.
-    COURSE_PLATFORM: 'true',
-    STRIPE_WEBHOOK_SECRET: secret('whsec_'),
-    RAZORPAY_WEBHOOK_SECRET: secret(),
-    PAYU_MERCHANT_KEY: secret().slice(0, 8),
-    PAYU_MERCHANT_SALT: secret(),
-  });
-  const { app, inbox } = await createApp(config);
+  const config = loadConfig(
+    {
+      DATABASE_URL: `sqlite:${join(dir, 'demo.db')}`,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      SWEEP_INTERVAL_MS: '200',
+      STUCK_CHECK_CRON: 'off',
+      // The demo shows the reference business at work, whatever the environment says.
+      COURSE_PLATFORM: 'true',
+      STRIPE_WEBHOOK_SECRET: secret('whsec_'),
+      RAZORPAY_WEBHOOK_SECRET: secret(),
+      PAYU_MERCHANT_KEY: secret().slice(0, 8),
+      PAYU_MERCHANT_SALT: secret(),
+    },
+    { domains: SERVICE_DOMAINS },
+  );
+  const { app, inbox } = await createApp(config, { domains: serviceDomains(config) });
   try {
     const url = await app.listen({ host: config.host, port: 0 });
     const steps: DemoStep[] = [];
@@ -120,7 +125,9 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
     }
 
     const events = await db.selectFrom('webhook_events').select(['provider', 'event_id', 'event_type', 'status', 'outcome', 'outcome_detail']).orderBy('id').execute();
-    const payments = await db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'user_id', 'course_id']).orderBy('id').execute();
+    const payments = await db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'metadata']).orderBy('id').execute();
+    // Who bought which course, as the course platform reads it from each payment's metadata.
+    const buyer = (payment: (typeof payments)[number]) => buyerOf({ ...payment, metadata: storedMetadata(payment.metadata) }, coursePlatformSettings(config)!.buyerFields);
     const count = async (query: Promise<unknown[]>) => (await query).length;
     const outbox: Record<string, number> = {};
     for (const { kind } of await db.selectFrom('outbox').select('kind').execute()) outbox[kind] = (outbox[kind] ?? 0) + 1;
@@ -128,7 +135,7 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       databaseUrl: config.databaseUrl,
       steps,
       events: events.map((e) => ({ provider: e.provider, eventId: e.event_id, eventType: e.event_type, status: e.status, ...shownOutcome(e.outcome, e.outcome_detail) })),
-      payments: payments.map((p) => ({ provider: p.provider, paymentId: p.payment_id, status: p.status, userId: p.user_id, courseId: p.course_id })),
+      payments: payments.map((p) => ({ provider: p.provider, paymentId: p.payment_id, status: p.status, ...buyer(p) })),
       effects: {
         orders: await count(db.selectFrom('orders').select('id').execute()),
         activeEnrollments: await count(db.selectFrom('enrollments').select('id').where('status', '=', 'active').execute()),

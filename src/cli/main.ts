@@ -17,6 +17,7 @@ import { registerReplayCommand } from './commands/replay.js';
 import { registerSendCommand } from './commands/send.js';
 import { registerStuckCommand } from './commands/stuck.js';
 import { configOrExit, EXIT_FAILED, EXIT_USAGE, serviceLogger, withInbox } from './context.js';
+import { serviceDomains } from '../service/domains.js';
 import { setHeapGrowth } from './heap-growth.js';
 import { printJson } from './output.js';
 import { createService } from '../service/create-service.js';
@@ -47,7 +48,11 @@ program
     const { processing } = config;
     const threaded = processing.mode === 'background' && processing.thread.enabled;
     await run(
-      await createService(config, { role: !options.workers ? 'receive' : threaded ? 'serve-with-thread' : 'serve', logger: serviceLogger(reading) }),
+      await createService(config, {
+        role: !options.workers ? 'receive' : threaded ? 'serve-with-thread' : 'serve',
+        logger: serviceLogger(reading),
+        domains: serviceDomains(config),
+      }),
       config.shutdownTimeoutMs,
     );
   });
@@ -59,7 +64,7 @@ program
     const reading = configOrExit({ unknownVariables: 'returned' });
     const { config } = reading;
     setHeapGrowth(config.heapGrowthPercent);
-    await run(await createService(config, { role: 'work', logger: serviceLogger(reading) }), config.shutdownTimeoutMs);
+    await run(await createService(config, { role: 'work', logger: serviceLogger(reading), domains: serviceDomains(config) }), config.shutdownTimeoutMs);
   });
 
 /** Starts `service` and its listeners; SIGTERM or SIGINT stops it (see Service.stop), and so does a listener that cannot start. */

@@ -259,3 +259,28 @@ export class EnvReader {
     return raw;
   }
 }
+
+/**
+ * What a domain reads its own settings with (`PaymentDomain.settings`): the same reader as the
+ * inbox's, so its variables are validated at start with the rest, every problem named with its
+ * variable in one error, and `webhook-inbox config` shows them.
+ */
+export type SettingsReader = Pick<
+  EnvReader,
+  | 'problem'
+  | 'isSet'
+  | 'string'
+  | 'number'
+  | 'integer'
+  | 'optionalInteger'
+  | 'boolean'
+  | 'oneOf'
+  | 'host'
+  | 'optionalSecret'
+  | 'secretList'
+  | 'duration'
+  | 'optionalDuration'
+  | 'cron'
+  | 'url'
+  | 'mailAddress'
+>;

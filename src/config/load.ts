@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
-import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env } from './environment.js';
+import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env, type SettingsReader } from './environment.js';
 import type {
   AdminRole,
   AdminSettings,
@@ -59,12 +59,29 @@ const DEFAULT_WORKER_YIELD_CONCURRENCY = 4;
 export const DEFAULT_PAYU_BODY_LIMIT_BYTES = 16 * 1024;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+/** A domain whose settings are read with the inbox's (a PaymentDomain with a `settings` hook). */
+export interface SettingsOwner {
+  readonly name: string;
+  readonly settings?: (read: SettingsReader) => unknown;
+}
+
+export interface ConfigOptions {
+  /**
+   * The domains whose own settings are read too, into `config.domainSettings` by name: their
+   * variables are validated with the rest, and a problem among them is named with the others.
+   */
+  domains?: readonly SettingsOwner[];
+  /** Variables something else refers to (a configuration file's `${VAR}`), never taken for misspellings. */
+  referenced?: Iterable<string>;
+}
+
 /**
  * Reads and validates the whole configuration from the environment (by default the process's, over
- * its .env file). Every problem is collected, so one start-up attempt names every bad variable.
+ * its .env file), with the settings of `domains`. Every problem is collected, so one start-up attempt
+ * names every bad variable.
  */
-export function loadConfig(env: Env = readEnvironment().variables): Config {
-  return readConfig(env).config;
+export function loadConfig(env: Env = readEnvironment().variables, options: ConfigOptions = {}): Config {
+  return readConfig(env, options).config;
 }
 
 export interface ConfigReading {
@@ -75,11 +92,8 @@ export interface ConfigReading {
   unknown: UnknownVariable[];
 }
 
-/**
- * The configuration, the variables it was read from, and the unknown ones. `referenced`: variables
- * something else refers to (a configuration file's `${VAR}`), never taken for misspellings.
- */
-export function readConfig(env: Env, referenced: Iterable<string> = []): ConfigReading {
+/** The configuration, the variables it was read from, and the unknown ones. */
+export function readConfig(env: Env, { domains = [], referenced = [] }: ConfigOptions = {}): ConfigReading {
   const problems: string[] = [];
   const read = new EnvReader(env, problems);
 
@@ -149,10 +163,10 @@ export function readConfig(env: Env, referenced: Iterable<string> = []): ConfigR
     redis: readRedis(read),
     operations: readOperations(read, payu),
     outbox: readOutbox(read),
-    coursePlatform: read.boolean('COURSE_PLATFORM', true),
     forward: readForward(read),
     trustProxy: readTrustProxy(read),
     admin: readAdmin(read),
+    domainSettings: Object.fromEntries(domains.flatMap((domain) => (domain.settings ? [[domain.name, domain.settings(read)]] : []))),
   };
   const strict = read.boolean('STRICT_CONFIG', false);
   const unknown = unknownVariables(env, [ENV_FILE_VARIABLE, ...read.variables.keys()], referenced);
@@ -281,16 +295,10 @@ function readProviderAlerts(read: EnvReader): ProviderAlertSettings {
 
 function readOutbox(read: EnvReader): OutboxSettings {
   const smtpUrl = read.url('SMTP_URL', ['smtp:', 'smtps:'], 'smtp://user:password@host:587 or smtps://user:password@host:465');
-  const from = read.mailAddress('MAIL_FROM');
   const smtpTimeoutMs = read.integer('SMTP_TIMEOUT_MS', 30_000, { min: 100, max: 600_000 });
-  const fulfilmentUrl = read.url('FULFILLMENT_URL', ['http:', 'https:'], 'https://fulfilment.example/orders');
-  const fulfilmentTimeoutMs = read.integer('FULFILLMENT_TIMEOUT_MS', 10_000, { min: 100, max: 600_000 });
-  if (read.isSet('SMTP_URL') && !read.isSet('MAIL_FROM')) read.problem("MAIL_FROM must be set when SMTP_URL is set (the receipts' sender address)");
-  if (read.isSet('MAIL_FROM') && !read.isSet('SMTP_URL')) read.problem('SMTP_URL must be set when MAIL_FROM is set');
   return {
     concurrency: read.integer('OUTBOX_CONCURRENCY', 4, { min: 1, max: 256 }),
-    smtp: smtpUrl && from ? { url: smtpUrl, from, timeoutMs: smtpTimeoutMs } : null,
-    fulfilment: fulfilmentUrl ? { url: fulfilmentUrl, timeoutMs: fulfilmentTimeoutMs } : null,
+    smtp: smtpUrl ? { url: smtpUrl, timeoutMs: smtpTimeoutMs } : null,
   };
 }
 

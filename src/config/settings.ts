@@ -112,24 +112,21 @@ export interface OperationsSettings {
   archive: { cron: string | null; dir: string | null; olderThanMs: number };
 }
 
+/**
+ * The mail server (SMTP_URL): the engine's transport for e-mail, which a domain sends its messages
+ * through (receipts, say, with a sender of the domain's own settings).
+ */
 export interface SmtpSettings {
   /** smtp:// or smtps:// with credentials; never logged. */
   url: string;
-  from: string;
   timeoutMs: number;
 }
 
-export interface FulfilmentSettings {
-  url: string;
-  timeoutMs: number;
-}
-
-/** Where side effects go; a transport left `null` marks its outbox rows `skipped`. */
+/** How side effects leave: a domain's transports take what they need of these. */
 export interface OutboxSettings {
   /** Deliveries in flight at once (each an SMTP or HTTP call), per process. */
   concurrency: number;
   smtp: SmtpSettings | null;
-  fulfilment: FulfilmentSettings | null;
 }
 
 /** Where payment transitions (and, if asked, every verified event) are forwarded, signed. */
@@ -208,8 +205,11 @@ export interface Config {
   redis: RedisSettings | null;
   operations: OperationsSettings;
   outbox: OutboxSettings;
-  /** The course platform (orders, enrollments, receipts, fulfilment) runs: its tables exist only then. */
-  coursePlatform: boolean;
+  /**
+   * Each domain's own settings, by its name, as its `settings` hook read them with the rest
+   * (loadConfig's `domains`). Plain data, so that the configuration can be handed to a thread.
+   */
+  domainSettings: Readonly<Record<string, unknown>>;
   /** Null: nothing is forwarded. */
   forward: ForwardSettings | null;
   /** Addresses (IPs or CIDR ranges) of the reverse proxies whose X-Forwarded-* headers are believed. */

@@ -1,8 +1,8 @@
-import type { FulfilmentSettings } from '../config/settings.js';
 import { headerValueOf } from '../outbox/header-value.js';
 import { postDelivery } from '../outbox/http-post.js';
 import type { OutboxTransport } from '../outbox/transport.js';
 import { readPaymentEffect } from './payment-effect.js';
+import type { FulfilmentSettings } from './settings.js';
 
 export type FulfilmentAction = 'fulfil' | 'cancel';
 

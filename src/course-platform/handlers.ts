@@ -6,6 +6,7 @@ import { storableKey, writeOutbox } from '../outbox/outbox-writer.js';
 import { perBatch } from '../store/complete.js';
 import type { BusinessTransaction } from '../store/inbox-store.js';
 import type { CoursePlatformDatabase, CoursePlatformTables } from './schema.js';
+import { buyerOf, storableBuyer, type Buyer, type CoursePlatformSettings } from './settings.js';
 
 /** The outbox kinds this domain writes; the outbox dispatcher has a transport for each. */
 export const COURSE_EFFECTS = {
@@ -133,52 +134,53 @@ async function fillOrderDetails(tx: Transaction<CoursePlatformDatabase>, orders:
 
 const batchRows = perBatch<BatchRows, unknown>(() => ({ orders: [], enrollments: [] }), writeRows);
 
-function addEffects(context: Context, effects: Effect[]): void {
-  const payload = paymentEffect(context.payment);
+function addEffects(context: Context, buyer: Buyer, effects: Effect[]): void {
+  const payload = paymentEffect(context.payment, buyer);
   for (const { kind, idempotencyKey, dependsOnKey } of effects) writeOutbox(context, { kind, key: idempotencyKey, payload, after: dependsOnKey });
 }
 
-function paymentEffect(payment: Payment): PaymentEffect {
+function paymentEffect(payment: Payment, { userId, courseId }: Buyer): PaymentEffect {
   return {
     provider: payment.provider,
     paymentId: payment.payment_id,
-    userId: payment.user_id,
-    courseId: payment.course_id,
+    userId,
+    courseId,
     amount: payment.amount === null ? null : Number(payment.amount),
     currency: payment.currency,
     email: payment.email,
   };
 }
 
-async function grantCourse(context: Context): Promise<void> {
+async function grantCourse(context: Context, fields: CoursePlatformSettings['buyerFields']): Promise<void> {
   const { tx, batch, payment, now } = context;
+  const buyer = storableBuyer(payment, fields);
+  const { userId, courseId } = buyer;
   const rows = batchRows(batch, tx);
   rows.orders.push({
     provider: payment.provider,
     payment_id: payment.payment_id,
-    user_id: payment.user_id,
-    course_id: payment.course_id,
+    user_id: userId,
+    course_id: courseId,
     amount: payment.amount,
     currency: payment.currency,
     status: 'paid',
     created_at: now,
     updated_at: now,
   });
-  const { user_id: userId, course_id: courseId } = payment;
-  const buyer = userId !== null && courseId !== null;
-  if (buyer) {
+  const enrolled = userId !== null && courseId !== null;
+  if (enrolled) {
     rows.enrollments.push({ user_id: userId, course_id: courseId, status: 'active', provider: payment.provider, payment_id: payment.payment_id, created_at: now, updated_at: now });
   }
   // An effect is written once the payment carries what it needs, so that nothing goes out half
   // addressed and final: this handler runs again when a later event completes the details (Stripe
   // Checkout, for one, may put the metadata and the address on the session, not the payment intent).
-  addEffects(context, [
+  addEffects(context, buyer, [
     ...(payment.email === null ? [] : [{ kind: COURSE_EFFECTS.receipt, idempotencyKey: receiptKey(payment.provider, payment.payment_id) }]),
-    ...(buyer ? [{ kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) }] : []),
+    ...(enrolled ? [{ kind: COURSE_EFFECTS.fulfilment, idempotencyKey: fulfilmentKey(payment.provider, payment.payment_id) }] : []),
   ]);
 }
 
-async function revokeCourse(context: Context): Promise<void> {
+async function revokeCourse(context: Context, fields: CoursePlatformSettings['buyerFields']): Promise<void> {
   const { tx, payment, now } = context;
   await tx.updateTable('orders').set({ status: 'refunded', updated_at: now }).where('provider', '=', payment.provider).where('payment_id', '=', payment.payment_id).execute();
   // Only what this payment granted: a later purchase of the same course stays active. So does an
@@ -219,16 +221,24 @@ async function revokeCourse(context: Context): Promise<void> {
   // the next batch starts.
   const fulfilment = fulfilmentKey(payment.provider, payment.payment_id);
   const requested = await tx.selectFrom('outbox').select('id').where('idempotency_key', '=', fulfilment).executeTakeFirst();
-  if (requested) addEffects(context, [{ kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment }]);
+  if (requested) {
+    addEffects(context, buyerOf(payment, fields), [
+      { kind: COURSE_EFFECTS.cancellation, idempotencyKey: cancellationKey(payment.provider, payment.payment_id), dependsOnKey: fulfilment },
+    ]);
+  }
 }
 
 /**
  * The reference business: a course platform. A captured payment creates one order, one enrollment
  * per (user, course), one receipt and one fulfilment request in the outbox; a full refund revokes
- * what the payment granted and, when a fulfilment was requested, asks for its cancellation.
- * Unique keys make every write idempotent on its own.
+ * what the payment granted and, when a fulfilment was requested, asks for its cancellation. Who
+ * bought which course is read from the payment's metadata, under the fields of its settings. Unique
+ * keys make every write idempotent on its own.
  */
-export const coursePlatformHandlers: PaymentHandlers<CoursePlatformDatabase> = {
-  captured: [grantCourse],
-  refunded: [revokeCourse],
-};
+export function coursePlatformHandlers(settings: Pick<CoursePlatformSettings, 'buyerFields'>): PaymentHandlers<CoursePlatformDatabase> {
+  const fields = settings.buyerFields;
+  return {
+    captured: [(context) => grantCourse(context, fields)],
+    refunded: [(context) => revokeCourse(context, fields)],
+  };
+}

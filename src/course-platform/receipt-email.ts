@@ -67,10 +67,11 @@ export function receiptContent(effect: PaymentEffect): ReceiptContent {
 }
 
 /**
- * Receipts over SMTP through a small connection pool. A permanent SMTP rejection (5xx, a refused
- * address) fails the row for good; connection problems and 4xx replies are retried.
+ * Receipts over SMTP (the inbox's SMTP_URL) through a small connection pool, sent `from` the course
+ * platform's sender (MAIL_FROM). A permanent SMTP rejection (5xx, a refused address) fails the row
+ * for good; connection problems and 4xx replies are retried.
  */
-export function smtpReceipts(settings: SmtpSettings, maxConnections: number): OutboxTransport {
+export function smtpReceipts(settings: SmtpSettings, from: string, maxConnections: number): OutboxTransport {
   const mailer = nodemailer.createTransport({
     url: settings.url,
     pool: true,
@@ -79,7 +80,7 @@ export function smtpReceipts(settings: SmtpSettings, maxConnections: number): Ou
     greetingTimeout: settings.timeoutMs,
     socketTimeout: settings.timeoutMs,
   });
-  const senderDomain = addressparser(settings.from, { flatten: true })[0]!.address.split('@')[1]!;
+  const senderDomain = addressparser(from, { flatten: true })[0]!.address.split('@')[1]!;
 
   return {
     timeoutMs: settings.timeoutMs,
@@ -89,7 +90,7 @@ export function smtpReceipts(settings: SmtpSettings, maxConnections: number): Ou
       const { subject, text, html } = receiptContent(effect);
       try {
         const info = await mailer.sendMail({
-          from: settings.from,
+          from,
           to: effect.email,
           subject,
           text,

@@ -5,16 +5,17 @@ import { inboxMigrations } from './migrations/index.js';
 import type { InboxDatabase } from './schema.js';
 
 /**
- * Migrations besides the inbox's own: those of the domains in use (named `<domain>/<migration>`), and
- * the names of those of the inbox's optional domains not in use, which an earlier run that used them
- * may have applied: such a record is kept, and nothing of it runs again.
+ * Migrations besides the inbox's own: those of the domains in use, named `<domain>/<migration>`. One
+ * recorded under the name of a domain not in use was applied by an earlier run that used it: such a
+ * record is kept, and nothing of it runs again.
  */
 export interface DomainMigrations {
+  /** The names of the domains in use. */
+  domains: readonly string[];
   active(types: ColumnTypes): Record<string, Migration>;
-  dormant(types: ColumnTypes): string[];
 }
 
-export const NO_DOMAIN_MIGRATIONS: DomainMigrations = { active: () => ({}), dormant: () => [] };
+export const NO_DOMAIN_MIGRATIONS: DomainMigrations = { domains: [], active: () => ({}) };
 
 /**
  * The migrator over the inbox's migrations and those of its domains. They are listed before it runs:
@@ -35,24 +36,26 @@ async function migrator(db: Kysely<InboxDatabase>, backend: StoreBackend, domain
 }
 
 /**
- * A dormant domain's migration that an earlier run applied stays in the list as a record (the
- * migrator refuses a database that ran migrations it does not know); one that never ran is left out,
- * so that it runs once the domain is in use.
+ * A migration of a domain not in use (recorded as `<domain>/<name>`) that an earlier run applied stays
+ * in the list as a record: the migrator refuses a database that ran migrations it does not know, and
+ * a domain may be left out of a run and come back. One of a domain in use must still be known.
  */
 async function migrationsOf(db: Kysely<InboxDatabase>, backend: StoreBackend, domains: DomainMigrations): Promise<Record<string, Migration>> {
   const types = backend.columnTypes;
   const migrations = { ...inboxMigrations(types), ...domains.active(types) };
-  const dormant = domains.dormant(types).filter((name) => !(name in migrations));
-  if (dormant.length === 0) return migrations;
+  const inUse = new Set(domains.domains);
   const applied = await db
     .withTables<{ schema_migrations: { name: string } }>()
     .selectFrom('schema_migrations')
     .select('name')
-    .where('name', 'in', dormant)
+    .where('name', 'like', '%/%')
     .execute()
     // No table yet: a new database, which ran nothing.
     .catch(() => []);
-  for (const { name } of applied) migrations[name] = { up: () => Promise.reject(new Error(`${name} belongs to a domain not in use`)) };
+  for (const { name } of applied) {
+    const domain = name.slice(0, name.indexOf('/'));
+    if (!inUse.has(domain) && !(name in migrations)) migrations[name] = { up: () => Promise.reject(new Error(`${name} belongs to a domain not in use`)) };
+  }
   return migrations;
 }
 

@@ -127,8 +127,6 @@ export interface PaymentsTable {
   status: PaymentState;
   amount: number | null;
   currency: string | null;
-  user_id: string | null;
-  course_id: string | null;
   email: string | null;
   created_at: DbTime;
   updated_at: DbTime;
@@ -333,7 +331,7 @@ export interface FiringAlertsTable {
 }
 
 /**
- * The inbox's own tables. A domain with tables of its own (the course platform, a team's handlers)
+ * The inbox's own tables. A domain with tables of its own (a shipped one, a team's handlers)
  * extends it: `interface MyDatabase extends InboxDatabase { grants: GrantsTable }`.
  */
 export interface InboxDatabase {

@@ -69,8 +69,6 @@ export type ToCanonical = (provider: string, event: { eventType: string; payload
 /** The text fields of a payment event that are stored, with the length of their columns. */
 const STORED_FIELDS = [
   ['paymentId', MAX_KEY_LENGTH],
-  ['userId', MAX_KEY_LENGTH],
-  ['courseId', MAX_KEY_LENGTH],
   ['email', MAX_KEY_LENGTH],
   ['currency', MAX_SHORT_TEXT_LENGTH],
 ] as const;
@@ -94,7 +92,7 @@ export function paymentApplier(options: {
     if (canonical.kind === 'ignored') return { kind: 'ignored', reason: canonical.reason };
 
     // MySQL's INSERT IGNORE would store the first 255 characters (64 of a currency), and both drivers a
-    // lone surrogate as U+FFFD: another payment's or user's key. Refused instead, for an operator.
+    // lone surrogate as U+FFFD: another payment's key. Refused instead, for an operator.
     for (const [field, maxLength] of STORED_FIELDS) {
       const value = canonical[field];
       const unstorable = value === null ? null : unstorableText(value, maxLength);

@@ -4,7 +4,7 @@ import type { AppliedOutcome, StaleOutcome } from '../model/outcome.js';
 import { metadataOf, PAYMENT_STATE_ORDER, type PaymentEvent, type PaymentMetadata, type PaymentState } from '../model/payment-event.js';
 
 /** The details of a payment that its events fill in: each keeps the first value an event gave it. */
-export const DETAILS = ['user_id', 'course_id', 'email', 'amount', 'currency'] as const satisfies ReadonlyArray<keyof Selectable<PaymentsTable>>;
+export const DETAILS = ['email', 'amount', 'currency'] as const satisfies ReadonlyArray<keyof Selectable<PaymentsTable>>;
 export type PaymentDetails = Pick<Selectable<PaymentsTable>, (typeof DETAILS)[number]>;
 
 /** What deciding a payment's change needs of it: its state, its details and its metadata as stored (JSON text). */
@@ -67,7 +67,7 @@ export function planPaymentChange(current: PaymentSnapshot | null, event: Paymen
 }
 
 function detailsOf(event: PaymentEvent): PaymentDetails {
-  return { user_id: event.userId, course_id: event.courseId, email: event.email, amount: event.amountMinor, currency: event.currency };
+  return { email: event.email, amount: event.amountMinor, currency: event.currency };
 }
 
 /** Reads stored metadata; text that is not a JSON object (written by hand, say) reads as none. */

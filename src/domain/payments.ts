@@ -19,7 +19,7 @@ export type Payment = Omit<PaymentRow, 'metadata'> & {
 export interface PaymentChange {
   /** The event moved the payment forward (or created it). */
   applied: boolean;
-  /** The event filled in details the payment lacked (user, course, amount, metadata keys, ...). */
+  /** The event filled in details the payment lacked (e-mail, amount, metadata keys, ...). */
   enriched: boolean;
   /** The state the payment was in before the event; null when the event created it. */
   previous: PaymentState | null;

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { fromDbTime, type DbTime } from '../db/schema.js';
 import type { EventContext, PaymentContext } from '../domain/applier.js';
-import type { CanonicalEvent, PaymentMetadata, PaymentState } from '../model/payment-event.js';
+import type { Payment } from '../domain/payments.js';
+import { metadataString, type CanonicalEvent, type PaymentMetadata, type PaymentState } from '../model/payment-event.js';
 
 /**
  * The canonical events the inbox forwards, one JSON document per delivery. Their JSON Schema is
@@ -28,6 +29,7 @@ export interface PaymentForwardedEvent {
     amount: number | null;
     /** ISO 4217, upper case. */
     currency: string | null;
+    /** `user_id`: the merchant's id of the customer, from the metadata (customerUserId). */
     customer: { email: string | null; user_id: string | null };
     /** The merchant's own data on the payment, whole. */
     metadata: PaymentMetadata;
@@ -67,6 +69,11 @@ function messageId(key: string): string {
   return `msg_${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
 
+/** What the outbox key of every event forwarded about a provider's payments or events starts with. */
+export function forwardKeyPrefix(provider: string): string {
+  return `forward:${provider}:`;
+}
+
 /** The ordering of a payment's forwarded events: one at a time, in the order written. */
 export function paymentOrderingKey(provider: string, paymentId: string): string {
   return `payment:${provider}:${paymentId}`;
@@ -74,9 +81,24 @@ export function paymentOrderingKey(provider: string, paymentId: string): string 
 
 const isoTime = (time: DbTime) => fromDbTime(time).toISOString();
 
+/**
+ * The metadata key each provider's payments carry the merchant's id of the customer under, by the
+ * convention the forwarded event's schema documents: Stripe metadata.user_id, Razorpay
+ * notes.user_id, PayU udf1. Receivers rely on it: it changes with the schema, not with any domain's
+ * settings.
+ */
+const USER_ID_KEYS: Readonly<Record<string, string>> = { stripe: 'user_id', razorpay: 'user_id', payu: 'udf1' };
+
+/** The customer's user id in the payment's metadata, trimmed; null when it carries none. */
+export function customerUserId(payment: Pick<Payment, 'provider' | 'metadata'>): string | null {
+  const key = Object.hasOwn(USER_ID_KEYS, payment.provider) ? USER_ID_KEYS[payment.provider]! : null;
+  return key === null ? null : metadataString(payment.metadata[key]);
+}
+
 export function paymentMessage({ payment, previousStatus, event, now }: PaymentContext): ForwardedMessage {
   const transition = previousStatus !== payment.status;
-  const key = transition ? `forward:${payment.provider}:${payment.payment_id}:${payment.status}` : `forward:${payment.provider}:${payment.payment_id}:updated:${event.eventId}`;
+  const prefix = `${forwardKeyPrefix(payment.provider)}${payment.payment_id}`;
+  const key = transition ? `${prefix}:${payment.status}` : `${prefix}:updated:${event.eventId}`;
   return {
     key,
     orderingKey: paymentOrderingKey(payment.provider, payment.payment_id),
@@ -91,7 +113,7 @@ export function paymentMessage({ payment, previousStatus, event, now }: PaymentC
         previous_status: previousStatus,
         amount: payment.amount === null ? null : Number(payment.amount),
         currency: payment.currency,
-        customer: { email: payment.email, user_id: payment.user_id },
+        customer: { email: payment.email, user_id: customerUserId(payment) },
         metadata: payment.metadata,
         source_event_ids: [event.eventId],
       },
@@ -100,7 +122,7 @@ export function paymentMessage({ payment, previousStatus, event, now }: PaymentC
 }
 
 export function webhookMessage({ event, canonical, now }: EventContext & { canonical: CanonicalEvent }): ForwardedMessage {
-  const key = `forward:${event.provider}:event:${event.eventId}`;
+  const key = `${forwardKeyPrefix(event.provider)}event:${event.eventId}`;
   const paymentId = canonical.kind === 'payment' ? canonical.paymentId : null;
   return {
     key,

@@ -7,7 +7,7 @@ import { isRecord } from '../model/json.js';
 import { postDelivery } from '../outbox/http-post.js';
 import { writeOutbox } from '../outbox/outbox-writer.js';
 import type { OutboxTransport } from '../outbox/transport.js';
-import { paymentMessage, webhookMessage, type ForwardedMessage } from './forwarded-event.js';
+import { forwardKeyPrefix, paymentMessage, paymentOrderingKey, webhookMessage, type ForwardedMessage } from './forwarded-event.js';
 import { standardWebhookHeaders } from './standard-webhooks.js';
 
 /** The outbox kind of a forwarded event. */
@@ -54,5 +54,8 @@ export function forwarding(settings: ForwardSettings): PaymentDomain {
     handlers,
     eventHandlers: settings.rawEvents ? [forwardWebhook] : [],
     transports: { [FORWARD_KIND]: forwardTransport(settings) },
+    outboxKinds: { [FORWARD_KIND]: 'forwarded event' },
+    paymentOutbox: ({ provider, paymentId }) => ({ orderingKeys: [paymentOrderingKey(provider, paymentId)] }),
+    providerOutboxPrefixes: (provider) => [forwardKeyPrefix(provider)],
   });
 }

@@ -24,10 +24,12 @@ export interface PaymentEvent {
   amountMinor: number | null;
   /** ISO 4217, upper case (Stripe sends lower case). */
   currency: string | null;
-  userId: string | null;
-  courseId: string | null;
+  /** The payer's e-mail address, as the provider reported it. */
   email: string | null;
-  /** The merchant's own data on the payment, whole: Stripe `metadata`, Razorpay `notes`, PayU `udf1`-`udf5`. */
+  /**
+   * The merchant's own data on the payment, whole: Stripe `metadata`, Razorpay `notes`, PayU `udf1`-`udf5`.
+   * What a business means by it (a user, an order, a plan) is its domain's to read.
+   */
   metadata: PaymentMetadata;
 }
 

@@ -1,9 +1,8 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
-import { paymentEffectKeys } from '../course-platform/handlers.js';
-import type { CoursePlatformTables, EnrollmentsTable, OrdersTable } from '../course-platform/schema.js';
 import type { InboxDatabase, PaymentsTable } from '../db/schema.js';
-import { paymentOrderingKey } from '../forwarding/forwarded-event.js';
+import type { DomainViews } from '../extension/compose-domains.js';
+import type { PaymentSection } from '../extension/domain-hooks.js';
 import { OutboxStore, type OutboxEntry } from '../outbox/outbox-store.js';
 import { OperationError } from './errors.js';
 import type { EventRow } from '../db/event-rows.js';
@@ -33,24 +32,28 @@ export interface PaymentDetail {
   /** Its events in the order they were received. */
   events: EventSummary[];
   moreEvents: boolean;
-  order: Selectable<OrdersTable> | null;
-  /** What it granted (an enrollment passes to another payment of the same course when this one is refunded). */
-  enrollments: Array<Selectable<EnrollmentsTable>>;
-  /** Its side effects: receipt, fulfilment request, cancellation, forwarded events. */
+  /** What each domain holds about it (an order, what it granted), in its own words. */
+  sections: PaymentSection[];
+  /** Its side effects, as its domains find them: a receipt, a fulfilment request, forwarded events. */
   outbox: OutboxEntry[];
 }
 
-/** `coursePlatform`: whether its tables are there to read (the course platform runs). */
-export async function paymentDetail(db: Kysely<InboxDatabase>, clock: Clock, provider: string, paymentId: string, coursePlatform: boolean): Promise<PaymentDetail> {
-  const course = db.withTables<CoursePlatformTables>();
-  const [payment, order, enrollments, found, outbox] = await Promise.all([
+/** The domains in use say what they hold about the payment and where their outbox rows of it are. */
+export async function paymentDetail(
+  db: Kysely<InboxDatabase>,
+  clock: Clock,
+  domains: Pick<DomainViews, 'describePayment' | 'paymentOutbox'>,
+  provider: string,
+  paymentId: string,
+): Promise<PaymentDetail> {
+  const rows = domains.paymentOutbox([{ provider, paymentId }]);
+  const [payment, sections, found, outbox] = await Promise.all([
     db.selectFrom('payments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst(),
-    coursePlatform ? course.selectFrom('orders').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst() : undefined,
-    coursePlatform ? course.selectFrom('enrollments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).orderBy('id').execute() : [],
+    domains.describePayment(db, { provider, paymentId }),
     findEvents(db, { provider, payment: paymentId, limit: EVENTS_SHOWN }, 'oldest'),
-    new OutboxStore(db, clock).list({ keys: paymentEffectKeys(provider, paymentId), orderingKeys: [paymentOrderingKey(provider, paymentId)], limit: EVENTS_SHOWN }),
+    rows ? new OutboxStore(db, clock).list({ ...rows, limit: EVENTS_SHOWN }) : [],
   ]);
-  if (!payment && found.events.length === 0 && !order && enrollments.length === 0 && outbox.length === 0) {
+  if (!payment && found.events.length === 0 && sections.every((section) => section.records.length === 0) && outbox.length === 0) {
     throw new OperationError(`no payment ${paymentId} from ${provider}: no event of it is stored (archived ones: "archive search --payment ${paymentId}")`, 'payment_not_found');
   }
   return {
@@ -59,8 +62,7 @@ export async function paymentDetail(db: Kysely<InboxDatabase>, clock: Clock, pro
     payment: payment ?? null,
     events: found.events.map(eventSummary),
     moreEvents: found.more,
-    order: order ?? null,
-    enrollments,
+    sections,
     // In the order they were written, like the events.
     outbox: outbox.reverse(),
   };

@@ -12,6 +12,7 @@ import { RelayedMetrics, replayCalls, type RelayedCalls } from '../observability
 import { MessagePortConsumer, MessagePortPublisher, type AnnouncedIds } from '../queue/message-port.js';
 import { RequestLoad, type OverloadThresholds } from '../processing/request-load.js';
 import type { WorkersElsewhere } from './service.js';
+import { serviceDomains } from './domains.js';
 
 /** Marks a thread started as the workers' thread (workerData), so importing this module elsewhere runs nothing. */
 const ROLE = 'webhook-inbox workers';
@@ -155,7 +156,7 @@ async function runThread({ config, requestLoad }: ThreadData, port: MessagePort)
   // waits for them, rather than being missed and left to the request thread's terminate().
   const load = new RequestLoad(requestLoad, overloadThresholds(config));
   const yieldWhile = yields(config) ? () => load.overloaded : undefined;
-  const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue, yieldWhile });
+  const starting = startWorkers({ ...config, migrateOnStart: false }, { logger, metrics, queue, yieldWhile, domains: serviceDomains(config) });
   port.on('message', (message: ToThread) => {
     if (message.kind !== 'stop') return;
     void starting

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../src/app.js';
 import { inspectDatabase } from '../support/database.js';
-import { testConfig } from '../support/harness.js';
+import { serviceInbox, testConfig } from '../support/harness.js';
 import { capturedPayments, deliver, outcomeCounts, waitUntilAllProcessed, type Answer, type PaymentEvent } from '../support/load.js';
 import type { CliProcess } from '../support/cli.js';
 import { killAll, serve, worker } from '../support/processes.js';
@@ -78,7 +77,7 @@ for (const backend of SERVER_BACKENDS) {
       server = database as PrivateDatabaseServer;
       stream = redis as TestStream;
       databaseUrl = `${server.url}/webhook_inbox`;
-      const migrator = createInbox(testConfig(databaseUrl));
+      const migrator = serviceInbox(testConfig(databaseUrl));
       await migrator.store.migrate();
       await migrator.store.close();
       const env = {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox, migrateStore } from '../../src/app.js';
-import { Harness, testConfig, waitFor } from '../support/harness.js';
+import { migrateStore } from '../../src/app.js';
+import { Harness, serviceInbox, testConfig, waitFor } from '../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../support/signing.js';
 import { PrivatePostgres } from '../support/services.js';
 
@@ -25,7 +25,7 @@ describe('PostgreSQL stopped and killed under a running service (private server)
 
   test('a wrong password fails at start naming DATABASE_URL, the password masked', async () => {
     const url = `postgres://postgres:not-the-password@127.0.0.1:${server.port}/webhook_inbox`;
-    const inbox = createInbox(testConfig(url));
+    const inbox = serviceInbox(testConfig(url));
     try {
       await assert.rejects(migrateStore(inbox.store, url), (error: Error) => {
         assert.match(

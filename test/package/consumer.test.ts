@@ -8,6 +8,49 @@ import { promisify } from 'node:util';
 import semver from 'semver';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/**
+ * A team's script over the installed package: an inbox with no domain, one with the course platform
+ * from `webhook-inbox/course-platform` (its settings read by loadConfig), one with a domain of its own;
+ * each migrated on a SQLite file of its own. Prints each schema's tables and the columns of payments.
+ */
+const DOMAINS_CHECK = `import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInbox, definePaymentDomain, loadConfig } from 'webhook-inbox';
+import { coursePlatform, coursePlatformSettings } from 'webhook-inbox/course-platform';
+
+const dir = await mkdtemp(path.join(tmpdir(), 'domains-check-'));
+const example = definePaymentDomain({
+  name: 'grants',
+  migrations: {
+    '0001_grants': {
+      async up(db) {
+        await db.schema.createTable('grants').addColumn('id', 'integer', (column) => column.primaryKey()).execute();
+      },
+    },
+  },
+});
+
+/** @param {string} name @param {import('webhook-inbox').PaymentDomain[]} domains */
+async function schemaOf(name, domains) {
+  const env = { DATABASE_URL: 'sqlite:' + path.join(dir, name + '.db'), LOG_LEVEL: 'silent', FULFILLMENT_URL: 'https://fulfil.example/orders' };
+  const inbox = createInbox(loadConfig(env, { domains }), { domains });
+  try {
+    await inbox.store.migrate();
+    const tables = await inbox.store.db.introspection.getTables();
+    const payments = tables.find((table) => table.name === 'payments');
+    return { tables: tables.map((table) => table.name), payments: payments ? payments.columns.map((column) => column.name) : [] };
+  } finally {
+    await inbox.stop(0);
+  }
+}
+
+const schemas = { none: await schemaOf('none', []), coursePlatform: await schemaOf('course-platform', [coursePlatform]), example: await schemaOf('example', [example]) };
+const settings = coursePlatformSettings(loadConfig({ FULFILLMENT_URL: 'https://fulfil.example/orders' }, { domains: [coursePlatform] }));
+console.log(JSON.stringify({ ...schemas, fulfilmentUrl: settings?.fulfilment?.url }));
+await rm(dir, { recursive: true, force: true });
+`;
 const run = promisify(execFile);
 
 interface Packed {
@@ -85,6 +128,8 @@ describe('the packed package, installed into an empty project', () => {
       succeeds(project, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', path.join(work, packed.filename), ...own]),
     );
     await cp(path.join(ROOT, 'node_modules/better-sqlite3/build'), path.join(project, 'node_modules/better-sqlite3/build'), { recursive: true });
+    // Beside the examples, so that their compile checks it too (the project's tsconfig takes *.mjs).
+    await writeFile(path.join(project, 'domains-check.mjs'), DOMAINS_CHECK);
   });
   after(async () => {
     if (work) await rm(work, { recursive: true, force: true });
@@ -98,6 +143,8 @@ describe('the packed package, installed into an empty project', () => {
       'dist/index.d.ts',
       'dist/index.js.map',
       'dist/cli/main.js',
+      'dist/course-platform/index.js',
+      'dist/course-platform/index.d.ts',
       'bin/webhook-inbox.js',
       'LICENSE',
       'README.md',
@@ -173,6 +220,30 @@ describe('the packed package, installed into an empty project', () => {
   test("the fastify example: the team's handler, table, migration and transport; one effect for a duplicated, concurrent delivery", async () => {
     const output = await timed('fastify example', () => succeeds(project, process.execPath, ['dist/fastify/check.js']));
     assert.match(output, /fastify example: one ledger entry and one CRM call/);
+  });
+
+  test('inboxes with no domain, with the course platform from its subpath, and with an example domain: each migrates the tables of its domains and no others', async () => {
+    const output = await timed('domains', () => succeeds(project, process.execPath, ['domains-check.mjs']));
+    const schemas = JSON.parse(output) as Record<'none' | 'coursePlatform' | 'example', { tables: string[]; payments: string[] }> & { fulfilmentUrl: string };
+    const courseTables = ['orders', 'enrollments'];
+    assert.deepEqual(
+      schemas.none.tables.filter((table) => [...courseTables, 'grants'].includes(table)),
+      [],
+      'no domain, no domain table',
+    );
+    for (const { payments } of Object.values(schemas).filter((schema) => typeof schema === 'object')) {
+      assert.deepEqual(
+        payments.filter((column) => /course|user/.test(column)),
+        [],
+        'payments has no course column',
+      );
+    }
+    assert.deepEqual(schemas.coursePlatform.tables.filter((table) => [...courseTables, 'grants'].includes(table)).sort(), ['enrollments', 'orders']);
+    assert.deepEqual(
+      schemas.example.tables.filter((table) => [...courseTables, 'grants'].includes(table)),
+      ['grants'],
+    );
+    assert.equal(schemas.fulfilmentUrl, 'https://fulfil.example/orders', "the course platform's settings, read with the inbox's");
   });
 
   test('the plain JavaScript example runs as it is, with no build step: its domain, migration and transport; one effect for a duplicated, concurrent delivery', async () => {

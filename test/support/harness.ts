@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { createApp, type AppOptions } from '../../src/app.js';
+import { createApp, createInbox, type AppOptions, type InboxOptions } from '../../src/app.js';
 import type { Clock } from '../../src/clock.js';
+import { SERVICE_DOMAINS, serviceDomains } from '../../src/service/domains.js';
 import { loadConfig } from '../../src/config/load.js';
 import { type Config } from '../../src/config/settings.js';
 import type { Inbox } from '../../src/inbox.js';
@@ -39,21 +40,38 @@ export async function waitFor(description: string, check: () => boolean | Promis
   }
 }
 
+/** The service's configuration (the course platform's settings with the inbox's) for a test database. */
 export function testConfig(databaseUrl: string, env: Record<string, string> = {}): Config {
-  return loadConfig({
-    DATABASE_URL: databaseUrl,
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'silent',
-    SWEEP_INTERVAL_MS: '100',
-    // Far above a slow insert on a busy test machine; the back-pressure tests set their own.
-    RECORD_TIMEOUT_MS: '10000',
-    STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
-    RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
-    PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
-    PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
-    ...env,
-  });
+  return loadConfig(
+    {
+      DATABASE_URL: databaseUrl,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      SWEEP_INTERVAL_MS: '100',
+      // Far above a slow insert on a busy test machine; the back-pressure tests set their own.
+      RECORD_TIMEOUT_MS: '10000',
+      STRIPE_WEBHOOK_SECRET: TEST_SECRETS.stripe,
+      RAZORPAY_WEBHOOK_SECRET: TEST_SECRETS.razorpay,
+      PAYU_MERCHANT_KEY: TEST_SECRETS.payuKey,
+      PAYU_MERCHANT_SALT: TEST_SECRETS.payuSalt,
+      ...env,
+    },
+    { domains: SERVICE_DOMAINS },
+  );
+}
+
+/**
+ * The domains the service would run (the course platform unless COURSE_PLATFORM=false), unless
+ * `options` say which, or bring handlers or an applier of their own, which a test means to run alone.
+ */
+function domainsFor(config: Config, options: InboxOptions): InboxOptions['domains'] {
+  return options.domains ?? (options.handlers || options.apply ? [] : serviceDomains(config));
+}
+
+/** An inbox as the service builds it (see domainsFor), not started. */
+export function serviceInbox(config: Config, options: InboxOptions = {}): Inbox {
+  return createInbox(config, { ...options, domains: domainsFor(config, options) });
 }
 
 export interface Response {
@@ -74,9 +92,11 @@ export class Harness {
     readonly managementUrl: string | null,
   ) {}
 
+  /** The service's domains unless `options` say otherwise (see domainsFor). */
   static async start(databaseUrl: string, env: Record<string, string> = {}, options: AppOptions = {}): Promise<Harness> {
     const clock = new TestClock();
-    const { app, management, inbox } = await createApp(testConfig(databaseUrl, env), { clock, ...options });
+    const config = testConfig(databaseUrl, env);
+    const { app, management, inbox } = await createApp(config, { clock, ...options, domains: domainsFor(config, options) });
     const address = await app.listen({ host: '127.0.0.1', port: 0 });
     const managementAddress = management ? await management.listen({ host: '127.0.0.1', port: 0 }) : null;
     return new Harness(app, inbox, clock, address, managementAddress);

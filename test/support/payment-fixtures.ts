@@ -8,7 +8,7 @@ export const HOSTILE_PAYMENT_ID = 'pi_pl_<img src=x onerror="window.__pwned = 4"
 /** Three update times, oldest first; several payments share each, so that pages end inside a tie. */
 const AT = ['2020-03-01 09:00:00.000', '2020-03-01 11:00:00.000', '2020-03-02 09:00:00.000'] as const;
 
-type Listed = Omit<Insertable<PaymentsTable>, 'created_at' | 'updated_at' | 'user_id' | 'course_id'> & { at: 0 | 1 | 2 };
+type Listed = Omit<Insertable<PaymentsTable>, 'created_at' | 'updated_at'> & { at: 0 | 1 | 2 };
 
 /**
  * Payments of every provider and several states, e-mails and metadata, inserted in this order (so
@@ -42,7 +42,7 @@ export async function insertListedPayments(db: Kysely<InboxDatabase> | Kysely<Co
   for (const { at, ...payment } of LISTED) {
     await (db as Kysely<InboxDatabase>)
       .insertInto('payments')
-      .values({ ...payment, user_id: null, course_id: null, created_at: AT[0], updated_at: AT[at] })
+      .values({ ...payment, created_at: AT[0], updated_at: AT[at] })
       .execute();
   }
 }

@@ -1,5 +1,6 @@
 import { after, before, describe } from 'node:test';
-import { composeDomains, type PaymentDomain } from '../../src/extension/payment-domain.js';
+import { composeDomains } from '../../src/extension/compose-domains.js';
+import type { PaymentDomain } from '../../src/extension/payment-domain.js';
 import { openStore } from '../../src/store/open-store.js';
 import type { InboxStore } from '../../src/store/inbox-store.js';
 import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';

@@ -1,7 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { Config } from '../../config/settings.js';
-import { paymentEffectKeys } from '../../course-platform/handlers.js';
-import { paymentOrderingKey } from '../../forwarding/forwarded-event.js';
+import type { DomainViews } from '../../extension/compose-domains.js';
 import { OutboxStore, RETRYABLE, type OutboxEntry, type OutboxFilter } from '../../outbox/outbox-store.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import type { OutboxStatus } from '../../db/schema.js';
@@ -11,8 +10,8 @@ import { tableText, type Column } from '../output.js';
 
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
-function withOutbox<T>(config: Config, access: DatabaseAccess, run: (outbox: OutboxStore) => Promise<T>): Promise<T> {
-  return withInbox(config, access, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock)));
+function withOutbox<T>(config: Config, access: DatabaseAccess, run: (outbox: OutboxStore, domains: DomainViews) => Promise<T>): Promise<T> {
+  return withInbox(config, access, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock), inbox.domains));
 }
 
 /** The columns of every outbox table (`outbox list`, `payments show`): key and status first, then what an operator needs to decide. */
@@ -28,15 +27,16 @@ export const OUTBOX_COLUMNS: Array<Column<OutboxEntry>> = [
 ];
 
 /**
- * The rows of one payment (the course platform's receipt, fulfilment and cancellation keys, and its
- * forwarded events), or of every payment of a provider (the keys' prefixes).
+ * The rows of one payment, or of every payment of a provider, as the domains in use find them (the
+ * course platform by its keys, forwarding by the payment's ordering); null when no domain keeps any.
  */
-function paymentKeys({ provider, payment }: ListingFlags): Pick<OutboxFilter, 'keys' | 'orderingKeys' | 'keyPrefixes'> {
-  const providers = provider ? [provider] : PROVIDER_NAMES;
-  if (payment !== undefined) {
-    return { keys: providers.flatMap((name) => paymentEffectKeys(name, payment)), orderingKeys: providers.map((name) => paymentOrderingKey(name, payment)) };
+function paymentRows({ provider, payment }: ListingFlags, domains: DomainViews): Pick<OutboxFilter, 'keys' | 'orderingKeys' | 'keyPrefixes'> | null {
+  if (payment === undefined) {
+    if (!provider) return {};
+    const keyPrefixes = domains.providerOutboxPrefixes(provider);
+    return keyPrefixes.length > 0 ? { keyPrefixes } : null;
   }
-  return provider ? { keyPrefixes: [...paymentEffectKeys(provider, ''), `forward:${provider}:`] } : {};
+  return domains.paymentOutbox((provider ? [provider] : PROVIDER_NAMES).map((name) => ({ provider: name, paymentId: payment })));
 }
 
 /**
@@ -48,10 +48,13 @@ export function registerOutboxCommand(program: Command, loadConfig: () => Config
 
   listingOptions(outbox.command('list').description('list outbox rows, newest first'), { rows: 'rows', written: 'written', limit: 50 })
     .addOption(new Option('--status <status>', 'only rows in this status').choices(STATUSES))
-    .option('--kind <kind>', 'only rows of this kind: receipt_email, fulfilment, fulfilment_cancellation, or your own')
+    .option('--kind <kind>', "only rows of this kind, as stored: a domain's (the course platform's receipt_email, fulfilment, fulfilment_cancellation; forward), or your own")
     .action(async (options: ListingFlags & { status?: OutboxStatus; kind?: string }) => {
       const { status, kind, since, until, limit } = options;
-      const rows = await withOutbox(loadConfig(), 'reads', (store) => store.list({ status, kind, since, until, ...paymentKeys(options), limit: limit + 1 }));
+      const rows = await withOutbox(loadConfig(), 'reads', async (store, domains) => {
+        const ofPayments = paymentRows(options, domains);
+        return ofPayments ? store.list({ status, kind, since, until, ...ofPayments, limit: limit + 1 }) : [];
+      });
       const entries = rows.slice(0, limit);
       const more = rows.length > limit;
       if (options.json) print(JSON.stringify(entries, null, 2));

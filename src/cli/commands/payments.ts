@@ -1,6 +1,7 @@
 import { Argument, InvalidArgumentError, type Command } from 'commander';
 import { listPayments } from '../../admin/payment-list.js';
 import { paymentDetailView, type PaymentListItem } from '../../admin/payment-view.js';
+import type { SectionField } from '../../extension/domain-hooks.js';
 import { paymentDetail } from '../../ops/payment-detail.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { PAYMENT_STATE_ORDER, type PaymentState } from '../../model/payment-event.js';
@@ -33,7 +34,7 @@ interface PaymentListFlags extends Omit<ListingFlags, 'payment'> {
 }
 
 export function registerPaymentsCommands(program: Command): void {
-  const payments = program.command('payments').description('look at payments: state, events, order, enrollment, side effects');
+  const payments = program.command('payments').description('look at payments: state, events, what the domains hold about them, side effects');
 
   listingOptions(payments.command('list').description('list payments, newest first by their last change, filtered by provider, state, time updated, e-mail or a metadata value'), {
     rows: 'payments',
@@ -64,50 +65,39 @@ export function registerPaymentsCommands(program: Command): void {
 
   payments
     .command('show')
-    .description('one payment: its state, its events in the order received, its order, enrollment and outbox rows')
+    .description('one payment: its state, its events in the order received, what each domain holds about it (the course platform: order, enrollments), its outbox rows')
     .addArgument(new Argument('<provider>', 'the provider').choices(PROVIDER_NAMES))
     .argument('<payment-id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU txnid)")
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
-      const { config } = configOrExit();
-      const detail = await withInbox(config, 'reads', (inbox) => paymentDetail(inbox.store.db, inbox.clock, provider, paymentId, config.coursePlatform));
+      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => paymentDetail(inbox.store.db, inbox.clock, inbox.domains, provider, paymentId));
       if (options.json) return printJson(paymentDetailView(detail));
-      const { payment, order } = detail;
+      const { payment } = detail;
       printFields({
         payment: `${provider} ${paymentId}`,
         status: payment?.status ?? 'no payment row yet: none of its events has been processed',
         amount: payment && payment.amount !== null ? `${payment.amount} ${payment.currency ?? ''} (minor units)`.trim() : null,
-        user: payment?.user_id,
-        course: payment?.course_id,
         email: payment?.email,
         'created (UTC)': payment?.created_at,
         'updated (UTC)': payment?.updated_at,
       });
       section(`Events, in the order received${detail.moreEvents ? ' (the first 1000)' : ''}`, detail.events, (events) => printTable(events, EVENT_COLUMNS));
-      section('Order', order ? [order] : [], (orders) =>
-        printTable(orders, [
-          ['id', (o) => o.id],
-          ['status', (o) => o.status],
-          ['amount', (o) => o.amount],
-          ['currency', (o) => o.currency],
-          ['user', (o) => o.user_id],
-          ['course', (o) => o.course_id],
-          ['created (UTC)', (o) => o.created_at],
-          ['updated (UTC)', (o) => o.updated_at],
-        ]),
-      );
-      section('Enrollment', detail.enrollments, (enrollments) =>
-        printTable(enrollments, [
-          ['id', (e) => e.id],
-          ['user', (e) => e.user_id],
-          ['course', (e) => e.course_id],
-          ['status', (e) => e.status],
-          ['created (UTC)', (e) => e.created_at],
-          ['updated (UTC)', (e) => e.updated_at],
-        ]),
-      );
+      for (const { title, records } of detail.sections) {
+        section(title, records, (rows) =>
+          printTable(
+            rows,
+            rows[0]!.map((field, index): Column<SectionField[]> => [field.label, (record) => fieldValue(record[index])]),
+          ),
+        );
+      }
       section('Outbox', detail.outbox, (rows) => printTable(rows, OUTBOX_COLUMNS));
     });
+}
+
+/** A domain's value as every table prints it: a time as the database columns hold times. */
+function fieldValue(field: SectionField | undefined): unknown {
+  if (field?.format === 'time' && typeof field.value === 'string') return new Date(field.value);
+  return field?.value;
 }
 
 /** A titled block; "none" when it is empty. */

@@ -28,6 +28,7 @@ import { recordEventsProcedure } from './0027_record_events_procedure.js';
 import { eventProcessings } from './0028_event_processings.js';
 import { adminSessions } from './0029_admin_sessions.js';
 import { paymentListIndexes } from './0030_payment_list_indexes.js';
+import { courseColumnsOut } from './0031_course_columns_out.js';
 import { typedOutcomes } from './0032_typed_outcomes.js';
 
 /**
@@ -66,6 +67,7 @@ export function inboxMigrations(types: ColumnTypes): Record<string, Migration> {
     '0028_event_processings': eventProcessings(types),
     '0029_admin_sessions': adminSessions(types),
     '0030_payment_list_indexes': paymentListIndexes(types),
+    '0031_course_columns_out': courseColumnsOut(types),
     '0032_typed_outcomes': typedOutcomes(types),
   };
 }

@@ -71,7 +71,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
 
   app.get('/admin/api/events/:id', tag('One event: payload, headers (no signature), timeline, payment, outbox'), async (request, reply) => {
     const id = rowId((request.params as { id: string }).id);
-    const view = await eventView(db, clock, dashboard.coursePlatform, id, await audit.recent(50, `event ${id}`));
+    const view = await eventView(db, clock, dashboard.inbox.domains, id, await audit.recent(50, `event ${id}`));
     return view ?? reply.code(404).send({ error: 'not_found', message: `no event with id ${id}` });
   });
 
@@ -98,7 +98,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     const provider = oneOf(params, 'provider', PROVIDER_NAMES)!;
     const paymentId = text(params, 'paymentId')!;
     try {
-      return paymentDetailView(await paymentDetail(db, clock, provider, paymentId, dashboard.coursePlatform));
+      return paymentDetailView(await paymentDetail(db, clock, dashboard.inbox.domains, provider, paymentId));
     } catch (error) {
       if (error instanceof OperationError) return reply.code(404).send({ error: 'not_found', message: error.message });
       throw error;

@@ -24,7 +24,11 @@ const HTML = 'text/html; charset=utf-8';
 /** The server-rendered screens: forms post here, and every answer is a page (or a redirect to one). */
 export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret: string }> = async (app, { dashboard, secret }) => {
   const { db, clock, access, actions, audit, outbox, sessions } = dashboard;
-  const context = (request: FastifyRequest): pages.PageContext => ({ actor: actorOf(request), csrf: csrfOf(request, actorOf(request), secret) });
+  const context = (request: FastifyRequest): pages.PageContext => ({
+    actor: actorOf(request),
+    csrf: csrfOf(request, actorOf(request), secret),
+    outboxKinds: dashboard.inbox.domains.outboxKinds,
+  });
   const send = (reply: FastifyReply, page: string, status = 200) => reply.code(status).type(HTML).send(page);
 
   app.setErrorHandler<FastifyError | InboxError>((error, request, reply) => {
@@ -80,7 +84,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   const showEvent = async (request: FastifyRequest, reply: FastifyReply, id: number, dryRun: Parameters<typeof pages.eventPage>[2], message: string | null) => {
-    const view = await eventView(db, clock, dashboard.coursePlatform, id, await audit.recent(50, `event ${id}`));
+    const view = await eventView(db, clock, dashboard.inbox.domains, id, await audit.recent(50, `event ${id}`));
     if (!view) return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
     return send(reply, pages.eventPage(context(request), view, dryRun, message));
   };
@@ -113,7 +117,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   app.get('/admin/payments/:provider/:paymentId', async (request, reply) => {
     const params = request.params as Query;
     try {
-      const detail = await paymentDetail(db, clock, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!, dashboard.coursePlatform);
+      const detail = await paymentDetail(db, clock, dashboard.inbox.domains, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!);
       return send(reply, paymentPage(context(request), paymentDetailView(detail)));
     } catch (error) {
       if (error instanceof OperationError) return send(reply, pages.errorPage(context(request), 404, error.message), 404);

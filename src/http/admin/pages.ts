@@ -1,4 +1,4 @@
-import { may, type Actor } from '../../admin/access.js';
+import { may } from '../../admin/access.js';
 import type { BulkReplayJob } from '../../admin/bulk-replays.js';
 import type { AdminAction } from '../../admin/audit.js';
 import type { EventListFilter, EventPage } from '../../admin/event-list.js';
@@ -11,13 +11,10 @@ import { STUCK_KIND_LABELS, type StuckReport } from '../../ops/stuck.js';
 import { capped, EVENT_ATTEMPT_ERROR_MAX } from '../../store/complete.js';
 import { lineChart } from './charts.js';
 import { html, path, table, type SafeHtml } from './html.js';
-import { ADMIN_ACTION_WORDS, DELIVERY_RESULT_WORDS, filterInWords, inWords, OUTBOX_KIND_WORDS, REPLAY_RESULT_WORDS } from './words.js';
+import type { PageContext } from './page-context.js';
+import { ADMIN_ACTION_WORDS, DELIVERY_RESULT_WORDS, filterInWords, inWords, REPLAY_RESULT_WORDS } from './words.js';
 
-/** What every signed-in page knows: who is looking, and the token its forms carry. */
-export interface PageContext {
-  actor: Actor;
-  csrf: string;
-}
+export type { PageContext };
 
 const RESULT_COLOURS: Record<string, string> = {
   accepted: '#16794c',
@@ -224,7 +221,7 @@ export function outboxTable(context: PageContext, rows: OutboxEntry[]): SafeHtml
   return table(
     [
       ['Id', (row) => row.id],
-      ['Kind', (row) => inWords(OUTBOX_KIND_WORDS, row.kind)],
+      ['Kind', (row) => inWords(context.outboxKinds, row.kind)],
       ['Key', (row) => row.idempotencyKey, 'mono'],
       ['Status', (row) => statusCell(row.status)],
       ['Attempts', (row) => row.attempts],
@@ -366,7 +363,7 @@ export function problemsPage(context: PageContext, report: StuckReport, bulkJobs
         [
           ['Id', (row) => row.id],
           ['State', (row) => row.state],
-          ['Kind', (row) => inWords(OUTBOX_KIND_WORDS, row.kind)],
+          ['Kind', (row) => inWords(context.outboxKinds, row.kind)],
           ['Key', (row) => row.idempotencyKey, 'mono'],
           ['Attempts', (row) => row.attempts],
           ['Last error', (row) => row.lastError ?? '', 'mono'],

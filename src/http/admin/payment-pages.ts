@@ -1,8 +1,9 @@
 import type { PaymentListFilter, PaymentPage } from '../../admin/payment-list.js';
 import type { PaymentDetailView } from '../../admin/payment-view.js';
+import type { PaymentSection, SectionField } from '../../extension/domain-hooks.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { PAYMENT_STATE_ORDER, type PaymentMetadata } from '../../model/payment-event.js';
-import { html, path, table, type SafeHtml } from './html.js';
+import { html, path, table, type Column, type SafeHtml } from './html.js';
 import { document, eventsTable, facts, option, outboxTable, statusCell, time, type PageContext } from './pages.js';
 
 /** An amount as stored, in the currency's smallest unit (the labels say so). */
@@ -52,8 +53,28 @@ export function paymentsPage(context: PageContext, query: Record<string, string>
   );
 }
 
+/** A domain's value as its format says: a time as the dashboard writes times, a state in its colour, an id fixed-width. */
+function fieldValue({ value, format }: SectionField): SafeHtml | string | number | null {
+  if (value === null) return null;
+  if (format === 'time') return time(String(value));
+  if (format === 'status') return statusCell(String(value));
+  if (format === 'code') return html`<span class="mono">${value}</span>`;
+  return value;
+}
+
+/** What one domain holds about the payment, under its own title and labels. */
+function sectionHtml(section: PaymentSection): SafeHtml {
+  const heading = html`<h2>${section.title}</h2>`;
+  if (section.records.length === 0)
+    return html`${heading}
+      <p>None.</p>`;
+  if (section.layout === 'fields') return html`${heading}${section.records.map((record) => facts(record.map((field) => [field.label, fieldValue(field)])))}`;
+  const columns = section.records[0]!.map((field, index): Column<SectionField[]> => [field.label, (record) => (record[index] ? fieldValue(record[index]) : null)]);
+  return html`${heading}${table(columns, section.records, { className: `section ${section.domain}` })}`;
+}
+
 export function paymentPage(context: PageContext, detail: PaymentDetailView): string {
-  const { payment, order } = detail;
+  const { payment } = detail;
   return document(
     `Payment ${detail.paymentId}`,
     html`<h1>Payment <span class="mono">${detail.paymentId}</span> (${detail.provider})</h1>
@@ -62,8 +83,6 @@ export function paymentPage(context: PageContext, detail: PaymentDetailView): st
           ? facts([
               ['State', statusCell(payment.status)],
               ['Amount (minor units)', amountText(payment)],
-              ['User', payment.userId],
-              ['Course', payment.courseId],
               ['E-mail', payment.email],
               ['First seen (UTC)', time(payment.createdAt)],
               ['Updated (UTC)', time(payment.updatedAt)],
@@ -72,34 +91,7 @@ export function paymentPage(context: PageContext, detail: PaymentDetailView): st
           : html`<p>No event of it has been processed yet.</p>`
       }
       <h2>Events in received order (the states it moved through)</h2>
-      ${eventsTable(detail.events)}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''}
-      <h2>Order</h2>
-      ${
-        order
-          ? facts([
-              ['Order', order.id],
-              ['Status', statusCell(order.status)],
-              ['Amount (minor units)', amountText(order)],
-              ['User', order.userId],
-              ['Course', order.courseId],
-              ['Created (UTC)', time(order.createdAt)],
-              ['Updated (UTC)', time(order.updatedAt)],
-            ])
-          : html`<p>None.</p>`
-      }
-      <h2>Enrollments</h2>
-      ${table(
-        [
-          ['Enrollment', (e) => e.id],
-          ['User', (e) => e.userId, 'mono'],
-          ['Course', (e) => e.courseId, 'mono'],
-          ['Status', (e) => statusCell(e.status)],
-          ['Created (UTC)', (e) => time(e.createdAt)],
-          ['Updated (UTC)', (e) => time(e.updatedAt)],
-        ],
-        detail.enrollments,
-        { empty: 'None.', className: 'enrollments' },
-      )}
+      ${eventsTable(detail.events)}${detail.moreEvents ? html`<p>More events exist than shown.</p>` : ''} ${detail.sections.map(sectionHtml)}
       <h2>Outbox rows</h2>
       ${outboxTable(context, detail.outbox)}`,
     context,

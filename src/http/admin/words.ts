@@ -1,5 +1,3 @@
-import { COURSE_EFFECTS } from '../../course-platform/handlers.js';
-import { FORWARD_KIND } from '../../forwarding/forwarding.js';
 import type { DeliveryResult } from '../../observability/metrics.js';
 import type { ReplayItem } from '../../ops/replay.js';
 
@@ -32,13 +30,6 @@ export const DELIVERY_RESULT_WORDS: Readonly<Record<DeliveryResult, string>> = {
 export const ADMIN_ACTION_WORDS: Readonly<Record<string, string>> = {
   bulk_replay_cancel: 'bulk replay cancel asked',
   bulk_replay_error: 'bulk replay stopped by an error',
-};
-
-export const OUTBOX_KIND_WORDS: Readonly<Record<string, string>> = {
-  [COURSE_EFFECTS.receipt]: 'receipt e-mail',
-  [COURSE_EFFECTS.fulfilment]: 'fulfilment request',
-  [COURSE_EFFECTS.cancellation]: 'fulfilment cancellation',
-  [FORWARD_KIND]: 'forwarded event',
 };
 
 /** A bulk replay's filter fields (the API's parameter names) as the dashboard says them. */

@@ -47,8 +47,6 @@ export const payuToCanonical: Normalizer = ({ payload }) => {
     state,
     amountMinor: rupeesToPaise(field('amount')),
     currency: 'INR',
-    userId: metadataString(payload.udf1),
-    courseId: metadataString(payload.udf2),
     email: metadataString(payload.email),
     metadata: Object.fromEntries(UDF_FIELDS.map((name): [string, string] => [name, field(name)]).filter(([, value]) => value !== '')),
   };

@@ -1,4 +1,4 @@
-import { ignored, metadataOf, metadataString, type PaymentState } from '../../model/payment-event.js';
+import { ignored, metadataOf, type PaymentState } from '../../model/payment-event.js';
 import { integerAt, path, stringAt } from '../payload.js';
 import { isRecord } from '../../model/json.js';
 import type { Normalizer } from '../provider.js';
@@ -30,10 +30,8 @@ export const razorpayToCanonical: Normalizer = ({ eventType, payload }) => {
     state,
     amountMinor: amount,
     currency: stringAt(payment, 'currency')?.toUpperCase() ?? null,
-    // notes is an object when filled and [] when empty.
-    userId: metadataString(path(payment, 'notes', 'user_id')),
-    courseId: metadataString(path(payment, 'notes', 'course_id')),
     email: stringAt(payment, 'email'),
+    // notes is an object when filled and [] when empty.
     metadata: metadataOf(path(payment, 'notes')),
   };
 };

@@ -1,4 +1,4 @@
-import { ignored, metadataOf, metadataString, type CanonicalEvent, type PaymentState } from '../../model/payment-event.js';
+import { ignored, metadataOf, type CanonicalEvent, type PaymentState } from '../../model/payment-event.js';
 import { integerAt, path, stringAt } from '../payload.js';
 import { isRecord } from '../../model/json.js';
 import type { Normalizer } from '../provider.js';
@@ -21,8 +21,6 @@ export const stripeToCanonical: Normalizer = ({ eventType, payload }) => {
     state,
     amountMinor: integerAt(object, 'amount') ?? integerAt(object, 'amount_total'),
     currency: stringAt(object, 'currency')?.toUpperCase() ?? null,
-    userId: metadataString(path(object, 'metadata', 'user_id')),
-    courseId: metadataString(path(object, 'metadata', 'course_id')),
     email: stringAt(object, 'receipt_email') ?? stringAt(object, 'billing_details', 'email') ?? stringAt(object, 'customer_details', 'email') ?? stringAt(object, 'customer_email'),
     metadata: metadataOf(path(object, 'metadata')),
   };

@@ -145,8 +145,14 @@ for (const backend of STORE_BACKENDS) {
       const answer = await get(`/admin/api/payments/stripe/${DELIVERED}`);
       assert.equal(answer.status, 200, answer.text);
       type Row = Record<string, unknown>;
-      const detail = answer.json as { payment: Row; events: Row[]; order: Row; enrollments: Row[]; outbox: Row[] };
-      assert.deepEqual(Object.keys(detail), ['provider', 'paymentId', 'payment', 'events', 'moreEvents', 'order', 'enrollments', 'outbox']);
+      interface Section {
+        domain: string;
+        title: string;
+        layout: string;
+        records: Array<Array<{ label: string; value: unknown }>>;
+      }
+      const detail = answer.json as { payment: Row; events: Row[]; sections: Section[]; outbox: Row[] };
+      assert.deepEqual(Object.keys(detail), ['provider', 'paymentId', 'payment', 'events', 'moreEvents', 'sections', 'outbox']);
       const { updatedAt, createdAt, ...payment } = detail.payment;
       assert.deepEqual(payment, {
         provider: 'stripe',
@@ -155,8 +161,6 @@ for (const backend of STORE_BACKENDS) {
         amount: 4900,
         currency: 'USD',
         email: 'buyer@example.com',
-        userId: 'u_1',
-        courseId: 'c_1',
         metadata: { user_id: 'u_1', course_id: 'c_1', note: HOSTILE.note },
       });
       assert.match(String(updatedAt), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -179,19 +183,30 @@ for (const backend of STORE_BACKENDS) {
         'outcome',
         'outcomeDetail',
       ]);
-      assert.deepEqual(Object.keys(detail.order), ['id', 'status', 'amount', 'currency', 'userId', 'courseId', 'createdAt', 'updatedAt']);
+      // The course platform's rows, as it describes them: titled sections of labelled values.
       assert.deepEqual(
-        detail.enrollments.map((e) => [e.userId, e.courseId, e.status]),
+        detail.sections.map(({ domain, title, layout, records }) => [domain, title, layout, records.length]),
+        [
+          ['course-platform', 'Order', 'fields', 1],
+          ['course-platform', 'Enrollments', 'table', 1],
+        ],
+      );
+      const [order, enrollments] = detail.sections;
+      assert.deepEqual(
+        order!.records[0]!.map((field) => field.label),
+        ['Order', 'Status', 'Amount (minor units)', 'Currency', 'User', 'Course', 'Created (UTC)', 'Updated (UTC)'],
+      );
+      assert.deepEqual(
+        enrollments!.records.map((record) => record.filter((field) => ['User', 'Course', 'Status'].includes(field.label)).map((field) => field.value)),
         [['u_1', 'c_1', 'active']],
       );
-      assert.deepEqual(Object.keys(detail.enrollments[0]!), ['id', 'userId', 'courseId', 'status', 'createdAt', 'updatedAt']);
       assert.ok(detail.outbox.length >= 1, 'its receipt and fulfilment request');
       const { metadata: _merchantKeys, ...named } = detail.payment;
       assert.doesNotMatch(JSON.stringify({ ...detail, payment: named }), /"[a-z]+_[a-z_]+":/, 'no column name in any section');
 
       const listedOnly = (await get('/admin/api/payments/stripe/pi_pl_f')).json;
       assert.deepEqual((listedOnly.payment as { metadata: unknown }).metadata, { greeting: 'say "hi"' });
-      assert.deepEqual([listedOnly.events, listedOnly.order, listedOnly.enrollments], [[], null, []]);
+      assert.deepEqual([listedOnly.events, (listedOnly.sections as Section[]).map((section) => section.records)], [[], [[], []]]);
       assert.equal((await get(`/admin/api/payments/stripe/${encodeURIComponent(HOSTILE_PAYMENT_ID)}`)).status, 200);
 
       const event = (await get('/admin/api/events?eventId=evt_pd_1')).json.events as Array<{ id: number }>;

@@ -1,17 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import {
-  answerDelivery,
-  coursePlatform,
-  createInbox,
-  installErrorHandling,
-  PermanentError,
-  webhookRoutes,
-  type Inbox,
-  type OutboxTransports,
-  type PaymentHandlers,
-} from '../../../src/index.js';
+import { coursePlatform } from '../../../src/course-platform/index.js';
+import { answerDelivery, createInbox, installErrorHandling, PermanentError, webhookRoutes, type Inbox, type OutboxTransports, type PaymentHandlers } from '../../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { testConfig, waitFor } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -30,7 +21,7 @@ for (const backend of STORE_BACKENDS) {
     const handlers: PaymentHandlers = {
       captured: [
         async ({ payment }) => {
-          if (payment.course_id === 'retired_course') throw new PermanentError('course retired');
+          if (payment.metadata.course_id === 'retired_course') throw new PermanentError('course retired');
         },
         async ({ tx, payment, now }) => {
           await tx

@@ -1,17 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql, type Generated, type Kysely } from 'kysely';
-import {
-  coursePlatform,
-  createInbox,
-  definePaymentDomain,
-  writeOutbox,
-  type Inbox,
-  type InboxDatabase,
-  type OutboxMessage,
-  type PaymentDomain,
-  type PaymentMetadata,
-} from '../../../src/index.js';
+import { serviceDomains } from '../../../src/service/domains.js';
+import { coursePlatform } from '../../../src/course-platform/index.js';
+import { createInbox, definePaymentDomain, writeOutbox, type Inbox, type InboxDatabase, type OutboxMessage, type PaymentDomain, type PaymentMetadata } from '../../../src/index.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness, testConfig } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -127,8 +119,10 @@ for (const backend of STORE_BACKENDS) {
   describe(`the course platform's tables follow its use (${backend})`, { skip: 'skip' in upgrade && upgrade.skip }, () => {
     let db: TestDatabase;
     const opened: Inbox[] = [];
+    /** As the service migrates (its domains by COURSE_PLATFORM), or with the domains given. */
     const migrate = async (env: Record<string, string>, domains?: PaymentDomain[]) => {
-      const inbox = createInbox(testConfig(db.url, env), domains ? { domains } : {});
+      const config = testConfig(db.url, env);
+      const inbox = createInbox(config, { domains: domains ?? serviceDomains(config) });
       opened.push(inbox);
       return { applied: await inbox.store.migrate(), tables: await tablesOf(inbox.store.db), inbox };
     };

@@ -232,8 +232,8 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test("payments show lists a payment's forwarded events, and reads no course table where the course platform does not run", async () => {
-      const detail = await paymentDetail(harness.db, harness.clock, 'stripe', 'pi_fw_order_1', false);
-      assert.deepEqual([detail.order, detail.enrollments], [null, []]);
+      const detail = await paymentDetail(harness.db, harness.clock, harness.inbox.domains, 'stripe', 'pi_fw_order_1');
+      assert.deepEqual(detail.sections, []);
       assert.deepEqual(
         detail.outbox.map((entry) => [entry.kind, entry.idempotencyKey]),
         [

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { coursePlatform, PermanentError, type PaymentHandlers } from '../../../src/index.js';
+import { coursePlatform } from '../../../src/course-platform/index.js';
+import { PermanentError, type PaymentHandlers } from '../../../src/index.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { Harness } from '../../support/harness.js';
@@ -26,8 +27,8 @@ for (const backend of STORE_BACKENDS) {
     const handlers: PaymentHandlers = {
       captured: [
         async ({ payment }) => {
-          if (payment.course_id === 'c_flaky') throw new Error('fulfilment service down');
-          if (payment.course_id === 'c_retired') throw new PermanentError('course retired');
+          if (payment.metadata.course_id === 'c_flaky') throw new Error('fulfilment service down');
+          if (payment.metadata.course_id === 'c_retired') throw new PermanentError('course retired');
         },
       ],
     };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../../src/app.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { providerAlertBody } from '../../../src/ops/alert.js';
@@ -10,7 +9,7 @@ import { runStuckCheck } from '../../../src/ops/schedule.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { seedEvents, startSink } from '../../support/events.js';
 import { FakeProviderApis, type StripeApiEvent } from '../../support/fake-provider-apis.js';
-import { testConfig } from '../../support/harness.js';
+import { serviceInbox, testConfig } from '../../support/harness.js';
 import { stripePaymentEvent } from '../../support/signing.js';
 
 /**
@@ -55,7 +54,7 @@ for (const backend of STORE_BACKENDS) {
       apis = await FakeProviderApis.start();
       sink = await startSink();
       env = { ALERT_WEBHOOK_URL: sink.url };
-      inbox = createInbox(testConfig(db.url, env));
+      inbox = serviceInbox(testConfig(db.url, env));
       await inbox.store.migrate();
     });
     after(async () => {

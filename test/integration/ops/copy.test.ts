@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../../src/app.js';
 import { backendFor } from '../../../src/db/open-database.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import { copyInstallation, type CopyReport } from '../../../src/ops/copy/copy-installation.js';
 import { cli } from '../../support/cli.js';
 import { createTestDatabase, inspectDatabase, type TestDatabase } from '../../support/database.js';
 import { seedEvents } from '../../support/events.js';
-import { Harness, testConfig } from '../../support/harness.js';
+import { Harness, serviceInbox, testConfig } from '../../support/harness.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 
 const sqlite = await createTestDatabase('sqlite');
@@ -174,8 +173,8 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
   });
 
   test('a copy cut short resumes where it stopped, and ends verified', async () => {
-    const source = createInbox(testConfig(from!.url));
-    const target = createInbox(testConfig(other!.url));
+    const source = serviceInbox(testConfig(from!.url));
+    const target = serviceInbox(testConfig(other!.url));
     try {
       await target.store.migrate();
       const ends = [

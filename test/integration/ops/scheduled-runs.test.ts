@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../../src/app.js';
 import type { ProviderAlertSettings } from '../../../src/config/settings.js';
 import { claimScheduledTick } from '../../../src/db/scheduled-runs.js';
 import type { Inbox } from '../../../src/inbox.js';
@@ -8,7 +7,7 @@ import { deleteStatisticsBefore, minuteOf } from '../../../src/observability/del
 import { providerAlertCheck, type ProviderAlert } from '../../../src/ops/provider-alerts.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { minutesAgo, seedEvents, startSink } from '../../support/events.js';
-import { Harness, testConfig, waitFor } from '../../support/harness.js';
+import { Harness, serviceInbox, testConfig, waitFor } from '../../support/harness.js';
 
 const databases = await createTestDatabases();
 const HOUR_MS = 3_600_000;
@@ -23,7 +22,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = database as TestDatabase;
-      inbox = createInbox(testConfig(db.url));
+      inbox = serviceInbox(testConfig(db.url));
       await inbox.store.migrate();
     });
     after(async () => {

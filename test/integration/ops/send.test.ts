@@ -24,12 +24,17 @@ await describeEachService(`send: simulated provider deliveries against a running
       assert.deepEqual(report.answers, { '200 recorded': 1 }, provider);
     }
     await suite.service.waitUntilProcessed(3);
-    const rows = await suite.service.db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'user_id']).orderBy('provider').execute();
-    assert.deepEqual(rows, [
-      { provider: 'payu', payment_id: '70000000001', status: 'captured', user_id: 'u_send_payu' },
-      { provider: 'razorpay', payment_id: 'pay_send_1', status: 'captured', user_id: 'u_send_razorpay' },
-      { provider: 'stripe', payment_id: 'pi_send_1', status: 'captured', user_id: 'u_send_stripe' },
-    ]);
+    const rows = await suite.service.db.selectFrom('payments').select(['provider', 'payment_id', 'status', 'metadata']).orderBy('provider').execute();
+    // The user id in the metadata field each provider carries it in (PayU's udf1).
+    const userOf = ({ provider, metadata }: (typeof rows)[number]) => (JSON.parse(metadata ?? '{}') as Record<string, string>)[provider === 'payu' ? 'udf1' : 'user_id'];
+    assert.deepEqual(
+      rows.map((row) => ({ provider: row.provider, payment_id: row.payment_id, status: row.status, user_id: userOf(row) })),
+      [
+        { provider: 'payu', payment_id: '70000000001', status: 'captured', user_id: 'u_send_payu' },
+        { provider: 'razorpay', payment_id: 'pay_send_1', status: 'captured', user_id: 'u_send_razorpay' },
+        { provider: 'stripe', payment_id: 'pi_send_1', status: 'captured', user_id: 'u_send_stripe' },
+      ],
+    );
   });
 
   test('--repeat and --concurrent: one recorded, the rest duplicates; a forged delivery is refused', async () => {

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../../src/app.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { findStuck, summarizeStuck } from '../../../src/ops/stuck.js';
 import type { OutboxStatus } from '../../../src/db/schema.js';
 import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { minutesAgo, seedEvents, startSink } from '../../support/events.js';
-import { Harness, testConfig, waitFor } from '../../support/harness.js';
+import { Harness, serviceInbox, testConfig, waitFor } from '../../support/harness.js';
 
 const databases = await createTestDatabases();
 const THIRTY_MINUTES = 30 * 60_000;
@@ -22,7 +21,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = database as TestDatabase;
-      inbox = createInbox(testConfig(db.url));
+      inbox = serviceInbox(testConfig(db.url));
       await inbox.store.migrate();
       sink = await startSink();
       env = { DATABASE_URL: db.url };
@@ -111,7 +110,7 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = database as TestDatabase;
-      inbox = createInbox(testConfig(db.url));
+      inbox = serviceInbox(testConfig(db.url));
       await inbox.store.migrate();
       sink = await startSink();
       const row = (

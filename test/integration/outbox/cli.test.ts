@@ -3,6 +3,8 @@ import { after, before, describe, test } from 'node:test';
 import { Command } from 'commander';
 import { registerOutboxCommand } from '../../../src/cli/commands/outbox.js';
 import { systemClock } from '../../../src/clock.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { composeDomains } from '../../../src/extension/compose-domains.js';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { toDbTime, type OutboxStatus } from '../../../src/db/schema.js';
@@ -25,8 +27,8 @@ async function outboxCommand(databaseUrl: string, ...args: string[]): Promise<st
   const program = new Command().exitOverride().configureOutput({ writeErr: () => undefined });
   registerOutboxCommand(
     program,
-    // The inbox's own tables, as the suite's store migrated them: `outbox list` only reads, so it would refuse pending ones.
-    () => testConfig(databaseUrl, { COURSE_PLATFORM: 'false' }),
+    // The service's configuration: the course platform finds its rows of a payment by their keys.
+    () => testConfig(databaseUrl),
     (line) => lines.push(line),
   );
   await program.parseAsync(['outbox', ...args], { from: 'user' });
@@ -57,7 +59,8 @@ for (const backend of STORE_BACKENDS) {
 
     before(async () => {
       db = database as TestDatabase;
-      store = openStore(db.url, { poolSize: 1, clock: systemClock });
+      // The tables of the inbox and the course platform, as the service migrates them: `outbox list` only reads, so it would refuse pending ones.
+      store = openStore(db.url, { poolSize: 1, clock: systemClock, migrations: composeDomains(testConfig(db.url), [coursePlatform]).migrations });
       await store.migrate();
       outbox = new OutboxStore(store.db, systemClock);
       await row('fulfilment:stripe:pi_sent', 'sent', 'HTTP 200');

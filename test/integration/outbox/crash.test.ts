@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
 import { courseTransports } from '../../../src/course-platform/course-platform.js';
+import { coursePlatformSettings } from '../../../src/course-platform/settings.js';
 import { createOutboxDispatcher } from '../../../src/outbox/open-outbox.js';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { openStore } from '../../../src/store/open-store.js';
@@ -90,7 +91,7 @@ for (const backend of STORE_BACKENDS) {
         clock,
         logger: pino({ level: 'silent' }),
         owner: 'successor',
-        transports: courseTransports(config),
+        transports: courseTransports(config, coursePlatformSettings(config)!),
       });
       assert.equal((await successor.runOnce()).due, 0, 'nothing is taken over while the lease lasts');
       clock.advance(config.processing.leaseMs + TRANSPORT_TIMEOUT_MS + 1);

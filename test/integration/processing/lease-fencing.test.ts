@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createInbox } from '../../../src/app.js';
 import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { composeDomains } from '../../../src/extension/compose-domains.js';
 import { paymentApplier, type EventApplier } from '../../../src/domain/applier.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { Processor, type ProcessResult } from '../../../src/processing/processor.js';
@@ -34,7 +35,7 @@ for (const backend of STORE_BACKENDS) {
       db = database as TestDatabase;
       clock = new TestClock();
       const config = testConfig(db.url, { LEASE_SECONDS: String(LEASE_MS / 1000) });
-      realApply = paymentApplier({ toCanonical: new ProviderRegistry(config.providers).toCanonical, handlers: coursePlatform.handlers!, clock });
+      realApply = paymentApplier({ toCanonical: new ProviderRegistry(config.providers).toCanonical, handlers: composeDomains(config, [coursePlatform]).handlers, clock });
       // Worker A: stalls once, before or after its business writes, inside the processing transaction.
       const stallingApply: EventApplier = async (tx, event, signal, batch) => {
         const current = stall;

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { systemClock, type Clock } from '../../../src/clock.js';
 import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { composeDomains } from '../../../src/extension/compose-domains.js';
 import { paymentApplier, type EventApplier } from '../../../src/domain/applier.js';
 import { ProviderRegistry } from '../../../src/providers/registry.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
@@ -23,8 +24,9 @@ function observingApplier(clock: Clock, delayMs = 25) {
   const running = new Map<string, number>();
   const seen = { perPayment: 0, attempts: 0 };
   const held = heldPayment();
-  const providers = new ProviderRegistry(testConfig('mysql://unused/db').providers);
-  const apply = paymentApplier({ toCanonical: providers.toCanonical, handlers: coursePlatform.handlers!, clock });
+  const config = testConfig('mysql://unused/db');
+  const providers = new ProviderRegistry(config.providers);
+  const apply = paymentApplier({ toCanonical: providers.toCanonical, handlers: composeDomains(config, [coursePlatform]).handlers, clock });
   const observed: EventApplier = async (tx, event, signal, batch) => {
     const payment = event.eventId.split('_')[2]!;
     const now = (running.get(payment) ?? 0) + 1;

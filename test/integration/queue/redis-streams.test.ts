@@ -3,9 +3,8 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { createInbox } from '../../../src/app.js';
 import { createTestDatabase, type TestDatabase } from '../../support/database.js';
-import { Harness, testConfig } from '../../support/harness.js';
+import { Harness, serviceInbox, testConfig } from '../../support/harness.js';
 import { freePort } from '../../support/processes.js';
 import { createTestStream, type TestStream } from '../../support/services.js';
 import { stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
@@ -33,7 +32,7 @@ describe('the Redis Streams transport', { skip: unavailable && unavailable.skip 
     const env = { REDIS_URL: stream.url, REDIS_STREAM: stream.stream, LEASE_SECONDS: '1', SWEEP_INTERVAL_MS: '200' };
 
     // A consumer that read an announcement and died before acknowledging it.
-    const recorder = createInbox(testConfig(db.url));
+    const recorder = serviceInbox(testConfig(db.url));
     await recorder.store.migrate();
     const ghost = captured('ghost');
     ghostEventId = (await recorder.store.record(recorder.providers.verifier('stripe').verify({ headers: ghost.headers, body: Buffer.from(ghost.body), receivedAt: new Date() })))

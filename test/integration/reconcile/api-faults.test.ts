@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createInbox } from '../../../src/app.js';
 import type { ReconcileSettings } from '../../../src/config/settings.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import type { Inbox } from '../../../src/inbox.js';
@@ -11,7 +10,7 @@ import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { seedEvents, startSink } from '../../support/events.js';
 import { FakeProviderApis, type StripeApiEvent } from '../../support/fake-provider-apis.js';
-import { Harness, testConfig, waitFor } from '../../support/harness.js';
+import { Harness, serviceInbox, testConfig, waitFor } from '../../support/harness.js';
 import { stripePaymentEvent } from '../../support/signing.js';
 
 /** Provider API answers that are wrong in every way the issue names: bounded, reported, never a crash. */
@@ -40,7 +39,7 @@ for (const backend of STORE_BACKENDS) {
       apis.stripeEvents.push(event(1), event(2));
       const config = testConfig(db.url, apis.env());
       settings = config.operations.reconcile;
-      inbox = createInbox(config);
+      inbox = serviceInbox(config);
       await inbox.store.migrate();
     });
     after(async () => {

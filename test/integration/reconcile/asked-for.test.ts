@@ -2,13 +2,12 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { pino } from 'pino';
-import { createInbox } from '../../../src/app.js';
 import type { ReconcileSettings } from '../../../src/config/settings.js';
 import type { Inbox } from '../../../src/inbox.js';
 import { reconcile, type ProviderReconcileReport } from '../../../src/ops/reconcile/reconcile.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { FakeProviderApis, type RazorpayApiPayment, type StripeApiEvent } from '../../support/fake-provider-apis.js';
-import { testConfig } from '../../support/harness.js';
+import { serviceInbox, testConfig } from '../../support/harness.js';
 import { stripePaymentEvent } from '../../support/signing.js';
 
 /**
@@ -61,7 +60,7 @@ for (const backend of STORE_BACKENDS) {
         { level: 'warn' },
         new Writable({ write: (chunk: Buffer, _encoding, done) => (logLines.push(JSON.parse(chunk.toString()) as (typeof logLines)[number]), done()) }),
       );
-      inbox = createInbox(config, { logger });
+      inbox = serviceInbox(config, { logger });
       await inbox.store.migrate();
     });
     after(async () => {

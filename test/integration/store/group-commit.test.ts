@@ -4,6 +4,7 @@ import { sql, type KyselyPlugin } from 'kysely';
 import { createConnection } from 'mysql2/promise';
 import type { PaymentEvent } from '../../../src/model/payment-event.js';
 import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { composeDomains } from '../../../src/extension/compose-domains.js';
 import type { CoursePlatformTables } from '../../../src/course-platform/schema.js';
 import { advancePayment } from '../../../src/domain/payments.js';
 import { LeaseLostError, RecordNotStoredError, StoreUnavailableError } from '../../../src/errors.js';
@@ -26,7 +27,7 @@ import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../
 import { customOutcome, outcomeText } from '../../../src/model/outcome.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
-import { TestClock } from '../../support/harness.js';
+import { TestClock, testConfig } from '../../support/harness.js';
 import { watchingQueries } from '../../support/query-watch.js';
 
 /**
@@ -544,8 +545,11 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     return watchedBatches.get(batch)!;
   }
 
+  /** The course platform's handlers, as the service runs them. */
+  const courseHandlers = () => composeDomains(testConfig(suite.database.url), [coursePlatform]).handlers;
+
   function captured(paymentId: string, userId: string): PaymentEvent {
-    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId: 'c_read', email: null, metadata: {} };
+    return { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', email: null, metadata: { user_id: userId, course_id: 'c_read' } };
   }
 
   test('a completion batch reads the payments of all its events in one statement and writes them with one insert and one update', async () => {
@@ -556,8 +560,6 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         provider: 'razorpay',
         payment_id: 'pay_read_1',
         status: 'authorized',
-        user_id: null,
-        course_id: null,
         email: null,
         amount: null,
         currency: null,
@@ -571,11 +573,10 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
         provider: 'razorpay',
         payment_id: 'pay_read_2',
         status: 'created',
-        user_id: 'u_kept',
-        course_id: null,
         email: null,
         amount: null,
         currency: null,
+        metadata: JSON.stringify({ user_id: 'u_kept' }),
         created_at: now,
         updated_at: now,
       })
@@ -591,7 +592,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       leases.map((lease, i) =>
         store.completeFenced(lease, async (tx, batch) => {
           const change = await advancePayment(tx.withPlugin(counter), 'razorpay', captured(payments[i]!, `u_${i}`), now, watchedBatch(batch, counter));
-          return customOutcome(`${change.applied} ${change.payment.status} ${change.payment.user_id}`);
+          return customOutcome(`${change.applied} ${change.payment.status} ${change.payment.metadata.user_id}`);
         }),
       ),
     );
@@ -601,15 +602,10 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
       ['true captured u_0', 'true captured u_kept', 'true captured u_2', 'true captured u_3'],
       'each event sees its own payment, moved forward',
     );
-    const stored = await store.db
-      .selectFrom('payments')
-      .select(['payment_id', 'status', 'user_id', 'course_id'])
-      .where('payment_id', 'in', payments)
-      .orderBy('payment_id')
-      .execute();
+    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'metadata']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
     assert.deepEqual(
-      stored,
-      payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' })),
+      stored.map(({ metadata, ...row }) => ({ ...row, metadata: JSON.parse(metadata ?? 'null') as unknown })),
+      payments.map((paymentId, i) => ({ payment_id: paymentId, status: 'captured', metadata: { user_id: i === 1 ? 'u_kept' : `u_${i}`, course_id: 'c_read' } })),
       'stored as reported: details filled in only where they were missing',
     );
   });
@@ -633,8 +629,6 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
                 provider: 'razorpay',
                 payment_id: 'pay_raced_2',
                 status: 'refunded',
-                user_id: null,
-                course_id: null,
                 email: null,
                 amount: null,
                 currency: null,
@@ -649,11 +643,14 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
     );
     assert.ok(raced);
     assert.deepEqual(outcomes.map(outcomeText), ['captured 1', 'captured 1'], 'both events completed alone, after the batch was abandoned');
-    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'user_id']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
-    assert.deepEqual(stored, [
-      { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
-      { payment_id: 'pay_raced_2', status: 'captured', user_id: 'u_1' },
-    ]);
+    const stored = await store.db.selectFrom('payments').select(['payment_id', 'status', 'metadata']).where('payment_id', 'in', payments).orderBy('payment_id').execute();
+    assert.deepEqual(
+      stored.map(({ metadata, ...row }) => ({ ...row, user_id: (JSON.parse(metadata ?? '{}') as Record<string, string>).user_id })),
+      [
+        { payment_id: 'pay_raced_1', status: 'captured', user_id: 'u_0' },
+        { payment_id: 'pay_raced_2', status: 'captured', user_id: 'u_1' },
+      ],
+    );
   });
 
   test("a completion batch writes its events' orders, enrollments and outbox rows with one statement per table; a course bought again after a refund is active again", async () => {
@@ -682,7 +679,15 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
           const change = await advancePayment(
             tx,
             'razorpay',
-            { kind: 'payment', paymentId, state: 'captured', amountMinor: 4900, currency: 'INR', userId, courseId, email: `${userId}@example.com`, metadata: {} },
+            {
+              kind: 'payment',
+              paymentId,
+              state: 'captured',
+              amountMinor: 4900,
+              currency: 'INR',
+              email: `${userId}@example.com`,
+              metadata: { user_id: userId, course_id: courseId },
+            },
             now,
             batch,
           );
@@ -696,7 +701,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
             attempts: 1,
             createdAt: clock.now(),
           };
-          for (const handler of coursePlatform.handlers!.captured!)
+          for (const handler of courseHandlers().captured!)
             await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch: watchedBatch(batch, counter) });
           return customOutcome('granted');
         }),
@@ -749,7 +754,13 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
           store.completeFenced(lease, async (tx, batch) => {
             transactions.add(tx);
             batches.add(batch);
-            const change = await advancePayment(tx, 'razorpay', { ...captured(paymentId, 'u_both'), courseId: 'c_both', email: 'both@example.com', state }, now, batch);
+            const change = await advancePayment(
+              tx,
+              'razorpay',
+              { ...captured(paymentId, 'u_both'), metadata: { user_id: 'u_both', course_id: 'c_both' }, email: 'both@example.com', state },
+              now,
+              batch,
+            );
             const event = {
               id: lease.id,
               provider: 'razorpay' as const,
@@ -760,7 +771,7 @@ await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) =
               attempts: 1,
               createdAt: clock.now(),
             };
-            for (const handler of coursePlatform.handlers![change.payment.status] ?? [])
+            for (const handler of courseHandlers()[change.payment.status] ?? [])
               await handler({ tx, payment: change.payment, previousStatus: change.previous, event, now, signal: new AbortController().signal, batch });
             return customOutcome(`${change.applied} ${change.payment.status}`);
           });

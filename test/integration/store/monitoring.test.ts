@@ -63,6 +63,7 @@ for (const backend of STORE_BACKENDS) {
         '0028_event_processings',
         '0029_admin_sessions',
         '0030_payment_list_indexes',
+        '0031_course_columns_out',
         '0032_typed_outcomes',
       ]);
       await store.migrate();

@@ -2,14 +2,17 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { BulkReplayJob } from '../../../src/admin/bulk-replays.js';
 import { COURSE_EFFECTS } from '../../../src/course-platform/handlers.js';
-import { FORWARD_KIND } from '../../../src/forwarding/forwarding.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { FORWARD_KIND, forwarding } from '../../../src/forwarding/forwarding.js';
 import type { StuckKind, StuckReport } from '../../../src/ops/stuck.js';
 import type { OutboxEntry } from '../../../src/outbox/outbox-store.js';
 import { auditTable, bulkConfirmPage, bulkJobPage, outboxTable, problemsPage, type PageContext } from '../../../src/http/admin/pages.js';
 import { inWords } from '../../../src/http/admin/words.js';
 import { codesShown } from '../../support/page-words.js';
 
-const context: PageContext = { actor: { name: 'alice', role: 'operator', via: 'token' }, csrf: 'token' };
+/** The words of the domains the service runs with forwarding on. */
+const outboxKinds = { ...coursePlatform.outboxKinds, ...forwarding({ url: 'https://example.com/', secrets: [], timeoutMs: 1000, rawEvents: false }).outboxKinds };
+const context: PageContext = { actor: { name: 'alice', role: 'operator', via: 'token' }, csrf: 'token', outboxKinds };
 
 const outboxRow = (id: number, kind: string): OutboxEntry => ({
   id,

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { maskedConfig, maskedVariables, maskSecret, maskUrl, variableLines } from '../../../src/config/display.js';
+import { SERVICE_DOMAINS } from '../../../src/service/domains.js';
 import { loadConfig, readConfig } from '../../../src/config/load.js';
 import { readEnvironment } from '../../../src/config/environment.js';
 import { ConfigError } from '../../../src/errors.js';
@@ -87,7 +88,7 @@ describe('the effective configuration, masked', () => {
   };
 
   test('shows every setting, and no secret', () => {
-    const { config, variables } = readConfig(secrets);
+    const { config, variables } = readConfig(secrets, { domains: SERVICE_DOMAINS });
     const masked = maskedConfig(config);
     const lines = variableLines(variables).join('\n');
     const text = JSON.stringify(masked) + JSON.stringify(maskedVariables(variables)) + lines;

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { SERVICE_DOMAINS, serviceDomains } from '../../../src/service/domains.js';
 import { DEFAULT_DATABASE_URL, loadConfig } from '../../../src/config/load.js';
 import { readEnvironment } from '../../../src/config/environment.js';
 import { ConfigError } from '../../../src/errors.js';
@@ -10,9 +11,10 @@ type Env = Record<string, string | undefined>;
 /** A Standard Webhooks secret: whsec_ and the base64 of 24 bytes. */
 const FORWARD_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
+/** The service's configuration: the inbox's with the settings of the domains it may run. */
 function configError(env: Env): ConfigError {
   try {
-    loadConfig(readEnvironment(env, EMPTY_DIR).variables);
+    loadConfig(readEnvironment(env, EMPTY_DIR).variables, { domains: SERVICE_DOMAINS });
   } catch (error) {
     assert.ok(error instanceof ConfigError, `expected a ConfigError, got ${String(error)}`);
     return error;
@@ -49,8 +51,9 @@ describe('loadConfig: defaults and valid values', () => {
   });
 
   test('the course platform runs unless COURSE_PLATFORM=false; nothing is forwarded unless FORWARD_URL is set', () => {
-    assert.equal(loadConfig({}).coursePlatform, true);
-    assert.equal(loadConfig({ COURSE_PLATFORM: 'false' }).coursePlatform, false);
+    const domainsRun = (env: Env) => serviceDomains(loadConfig(env, { domains: SERVICE_DOMAINS })).map((domain) => domain.name);
+    assert.deepEqual(domainsRun({}), ['course-platform']);
+    assert.deepEqual(domainsRun({ COURSE_PLATFORM: 'false' }), []);
     assert.equal(loadConfig({}).forward, null);
   });
 
@@ -225,6 +228,9 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { FULFILLMENT_TIMEOUT_MS: '0' }, variable: 'FULFILLMENT_TIMEOUT_MS' },
     { env: { OUTBOX_CONCURRENCY: '0' }, variable: 'OUTBOX_CONCURRENCY' },
     { env: { COURSE_PLATFORM: 'maybe' }, variable: 'COURSE_PLATFORM' },
+    { env: { COURSE_PLATFORM_PAYU_USER_FIELD: 'udf6' }, variable: 'COURSE_PLATFORM_PAYU_USER_FIELD' },
+    { env: { COURSE_PLATFORM_PAYU_COURSE_FIELD: 'productinfo' }, variable: 'COURSE_PLATFORM_PAYU_COURSE_FIELD' },
+    { env: { COURSE_PLATFORM_PAYU_USER_FIELD: 'udf2' }, variable: 'COURSE_PLATFORM_PAYU_USER_FIELD' },
     { env: { STRICT_CONFIG: 'maybe' }, variable: 'STRICT_CONFIG' },
     { env: { FORWARD_URL: 'ftp://payments.internal', FORWARD_SECRET: FORWARD_SECRET }, variable: 'FORWARD_URL' },
     { env: { FORWARD_URL: 'https://payments.internal/webhooks' }, variable: 'FORWARD_SECRET' },

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import { maskedConfig, maskedVariables, maskUrl, storeLocation, variableLines } from '../../../src/config/display.js';
+import { SERVICE_DOMAINS } from '../../../src/service/domains.js';
 import { readConfig } from '../../../src/config/load.js';
 
 describe('URLs are masked from their parsed parts', () => {
@@ -37,12 +38,16 @@ describe('URLs are masked from their parsed parts', () => {
   });
 
   test("config shows none of the issue's secrets, as text or as JSON", () => {
-    const { config, variables } = readConfig({
-      DATABASE_URL: 'postgres://u@h/db?password=SECRET4',
-      REDIS_URL: 'redis://:p@ssSECRET2@127.0.0.1:6379',
-      SMTP_URL: 'smtp://mailer:p@ssSECRET3@mail.example:587',
-      MAIL_FROM: 'receipts@shop.example',
-    });
+    const { config, variables } = readConfig(
+      {
+        DATABASE_URL: 'postgres://u@h/db?password=SECRET4',
+        REDIS_URL: 'redis://:p@ssSECRET2@127.0.0.1:6379',
+        SMTP_URL: 'smtp://mailer:p@ssSECRET3@mail.example:587',
+        MAIL_FROM: 'receipts@shop.example',
+        FULFILLMENT_URL: 'https://fulfil.example/SECRET5/orders',
+      },
+      { domains: SERVICE_DOMAINS },
+    );
     const text = JSON.stringify(maskedConfig(config)) + JSON.stringify(maskedVariables(variables)) + variableLines(variables).join('\n');
     assert.doesNotMatch(text, /SECRET\d/);
     assert.match(text, /DATABASE_URL=postgres:\/\/u@h\/db\?password=…\(masked\)/);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
+import { SERVICE_DOMAINS } from '../../../src/service/domains.js';
 import { readConfig } from '../../../src/config/load.js';
 import { editDistance, unknownVariables } from '../../../src/config/unknown-variables.js';
 import { ConfigError } from '../../../src/errors.js';
@@ -117,7 +118,7 @@ describe('variables that configure nothing but look meant to', () => {
   });
 
   test('no variable the configuration reads is unknown', () => {
-    const { unknown } = readConfig(Object.fromEntries(OURS.map((name) => [name, ''])));
+    const { unknown } = readConfig(Object.fromEntries(OURS.map((name) => [name, ''])), { domains: SERVICE_DOMAINS });
     assert.deepEqual(unknown, []);
   });
 });
@@ -146,7 +147,7 @@ describe('STRICT_CONFIG', () => {
 
   test('when the configuration is invalid anyway, a misspelling is named with the problems: it may be their cause', () => {
     assert.throws(
-      () => readConfig({ SMTP_URL: 'smtp://mail.example', MAIL_FORM: 'receipts@shop.example' }),
+      () => readConfig({ SMTP_URL: 'smtp://mail.example', MAIL_FORM: 'receipts@shop.example' }, { domains: SERVICE_DOMAINS }),
       (error: unknown) =>
         error instanceof ConfigError &&
         error.problems.some((problem) => problem.startsWith('MAIL_FROM must be set')) &&

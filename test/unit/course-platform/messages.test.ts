@@ -1,12 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { loadConfig } from '../../../src/config/load.js';
+import { coursePlatform } from '../../../src/course-platform/course-platform.js';
+import { coursePlatformSettings } from '../../../src/course-platform/settings.js';
 import { ConfigError } from '../../../src/errors.js';
 import { formatAmount, receiptContent, receiptMessageId } from '../../../src/course-platform/receipt-email.js';
 
+/** The inbox's configuration with the course platform's settings, as the service reads them. */
+const withCoursePlatform = (env: Record<string, string>) => loadConfig(env, { domains: [coursePlatform] });
+
 function problems(env: Record<string, string>): string[] {
   try {
-    loadConfig(env);
+    withCoursePlatform(env);
   } catch (error) {
     assert.ok(error instanceof ConfigError);
     return error.problems;
@@ -46,25 +51,30 @@ describe('receipt e-mail content', () => {
 
 describe('outbox configuration', () => {
   test('nothing configured: both transports off', () => {
-    assert.deepEqual(loadConfig({}).outbox, { concurrency: 4, smtp: null, fulfilment: null });
+    const config = withCoursePlatform({});
+    assert.deepEqual(config.outbox, { concurrency: 4, smtp: null });
+    const { mailFrom, fulfilment } = coursePlatformSettings(config)!;
+    assert.deepEqual({ mailFrom, fulfilment }, { mailFrom: null, fulfilment: null });
   });
 
-  test('SMTP and fulfilment settings with their default timeouts', () => {
-    const config = loadConfig({
+  test("SMTP (the inbox's mail transport), the receipts' sender and fulfilment (the course platform's), with their default timeouts", () => {
+    const config = withCoursePlatform({
       SMTP_URL: 'smtps://u:p@mail.example:465',
       MAIL_FROM: 'Shop <receipts@shop.example>',
       FULFILLMENT_URL: 'https://api.example/fulfil',
       OUTBOX_CONCURRENCY: '8',
     });
-    assert.deepEqual(config.outbox, {
-      concurrency: 8,
-      smtp: { url: 'smtps://u:p@mail.example:465', from: 'Shop <receipts@shop.example>', timeoutMs: 30_000 },
-      fulfilment: { url: 'https://api.example/fulfil', timeoutMs: 10_000 },
-    });
+    assert.deepEqual(config.outbox, { concurrency: 8, smtp: { url: 'smtps://u:p@mail.example:465', timeoutMs: 30_000 } });
+    const { mailFrom, fulfilment } = coursePlatformSettings(config)!;
+    assert.deepEqual({ mailFrom, fulfilment }, { mailFrom: 'Shop <receipts@shop.example>', fulfilment: { url: 'https://api.example/fulfil', timeoutMs: 10_000 } });
   });
 
   test('SMTP_URL and MAIL_FROM come together', () => {
     assert.deepEqual(problems({ SMTP_URL: 'smtp://mail.example' }), ["MAIL_FROM must be set when SMTP_URL is set (the receipts' sender address)"]);
     assert.deepEqual(problems({ MAIL_FROM: 'receipts@shop.example' }), ['SMTP_URL must be set when MAIL_FROM is set']);
+  });
+
+  test('without the course platform, SMTP_URL is the mail transport alone: no sender is asked for', () => {
+    assert.deepEqual(loadConfig({ SMTP_URL: 'smtp://mail.example' }).outbox.smtp, { url: 'smtp://mail.example', timeoutMs: 30_000 });
   });
 });

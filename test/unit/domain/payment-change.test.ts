@@ -7,11 +7,11 @@ import { PAYMENT_STATE_ORDER, type PaymentEvent, type PaymentState } from '../..
 const rank = (state: PaymentState) => PAYMENT_STATE_ORDER.indexOf(state);
 
 function event(state: PaymentState, fields: Partial<PaymentEvent> = {}): PaymentEvent {
-  return { kind: 'payment', paymentId: 'pi_1', state, amountMinor: null, currency: null, userId: null, courseId: null, email: null, metadata: {}, ...fields };
+  return { kind: 'payment', paymentId: 'pi_1', state, amountMinor: null, currency: null, email: null, metadata: {}, ...fields };
 }
 
 function payment(status: PaymentState, fields: Partial<PaymentSnapshot> = {}): PaymentSnapshot {
-  return { status, user_id: null, course_id: null, email: null, amount: null, currency: null, metadata: null, ...fields };
+  return { status, email: null, amount: null, currency: null, metadata: null, ...fields };
 }
 
 const state = fc.constantFrom(...PAYMENT_STATE_ORDER);
@@ -23,8 +23,6 @@ const arbitraryEvent = fc
       state,
       amountMinor: fc.option(fc.integer({ min: 0, max: 10_000 })),
       currency: text,
-      userId: text,
-      courseId: text,
       email: text,
       metadata,
     },
@@ -37,8 +35,6 @@ const arbitraryPayment = fc.option(
       status: state,
       amount: fc.option(fc.integer({ min: 0, max: 10_000 })),
       currency: text,
-      user_id: text,
-      course_id: text,
       email: text,
       // Stored metadata as JSON text, none, or text that is not a JSON object (written by hand).
       metadata: fc.oneof(
@@ -128,7 +124,7 @@ describe('planPaymentChange', () => {
     fc.assert(
       fc.property(arbitraryPayment, arbitraryEvent, (current, next) => {
         const plan = planPaymentChange(current, next);
-        const carried = { user_id: next.userId, course_id: next.courseId, email: next.email, amount: next.amountMinor, currency: next.currency };
+        const carried = { email: next.email, amount: next.amountMinor, currency: next.currency };
         for (const column of DETAILS) {
           const before = current ? current[column] : null;
           assert.equal(plan.after[column], before ?? carried[column], column);

@@ -106,7 +106,10 @@ describe('the provider simulator', () => {
         assert.equal(verified.eventId, event.eventId);
         const canonical = registry.toCanonical(provider, { eventType: verified.eventType, payload: JSON.parse(verified.payload) });
         assert.equal(canonical.kind === 'payment' ? canonical.state : 'ignored', expected[type], `${provider} ${type}`);
-        if (canonical.kind === 'payment') assert.deepEqual([canonical.paymentId, canonical.userId, canonical.courseId], [event.paymentId, 'u1', 'c1'], `${provider} ${type}`);
+        // The user and course travel in the metadata field each provider carries them in (PayU's udf1, udf2).
+        const [user, course] = provider === 'payu' ? ['udf1', 'udf2'] : ['user_id', 'course_id'];
+        if (canonical.kind === 'payment')
+          assert.deepEqual([canonical.paymentId, canonical.metadata[user], canonical.metadata[course]], [event.paymentId, 'u1', 'c1'], `${provider} ${type}`);
       }
     }
   });

@@ -33,8 +33,6 @@ const STRIPE_PAYMENT: Omit<PaymentEvent, 'state'> = {
   paymentId: PI,
   amountMinor: 2000,
   currency: 'USD',
-  userId: null,
-  courseId: null,
   email: null,
   metadata: { order_id: 'ord_000123', tenant: 'acme-in' },
 };
@@ -66,13 +64,13 @@ describe('stripeToCanonical over the sample events', () => {
 });
 
 describe('stripeToCanonical: variations', () => {
-  test('user_id / course_id are read from data.object.metadata', () => {
+  test('user_id / course_id stay in data.object.metadata, for a domain to read', () => {
     const event = stripe('payment_intent.succeeded.json');
     const canonical = stripeToCanonical({
       ...event,
       payload: withChanges(event.payload, ['data', 'object'], { metadata: { user_id: 'user_42', course_id: 'course_7' } }),
     });
-    assert.deepEqual(canonical, { ...STRIPE_PAYMENT, state: 'captured', userId: 'user_42', courseId: 'course_7', metadata: { user_id: 'user_42', course_id: 'course_7' } });
+    assert.deepEqual(canonical, { ...STRIPE_PAYMENT, state: 'captured', metadata: { user_id: 'user_42', course_id: 'course_7' } });
   });
 
   test('the whole metadata object is carried: text as sent, numbers and booleans as text, nested values left out', () => {
@@ -107,7 +105,7 @@ function razorpay(file: string): { eventType: string; payload: Json } {
 
 /** The docs samples are 1.00 INR payments by gaurav.kumar@example.com with empty notes ([]). */
 function razorpayPayment(paymentId: string, state: PaymentState): PaymentEvent {
-  return { kind: 'payment', paymentId, state, amountMinor: 100, currency: 'INR', userId: null, courseId: null, email: 'gaurav.kumar@example.com', metadata: {} };
+  return { kind: 'payment', paymentId, state, amountMinor: 100, currency: 'INR', email: 'gaurav.kumar@example.com', metadata: {} };
 }
 
 describe('razorpayToCanonical over the docs samples', () => {
@@ -139,16 +137,15 @@ describe('razorpayToCanonical over the docs samples', () => {
 describe('razorpayToCanonical: variations', () => {
   const PAYMENT_ENTITY = ['payload', 'payment', 'entity'];
 
-  for (const { name, notes, userId, courseId } of [
-    { name: 'notes with user_id / course_id', notes: { user_id: 'user_42', course_id: 'course_7' }, userId: 'user_42', courseId: 'course_7' },
-    { name: 'notes empty as [] (as the webhook samples show)', notes: [], userId: null, courseId: null },
-    { name: 'notes empty as {}', notes: {}, userId: null, courseId: null },
+  for (const { name, notes } of [
+    { name: 'notes with user_id / course_id', notes: { user_id: 'user_42', course_id: 'course_7' } },
+    { name: 'notes empty as [] (as the webhook samples show)', notes: [] },
+    { name: 'notes empty as {}', notes: {} },
   ]) {
-    test(`user_id / course_id from payment.entity.notes: ${name}`, () => {
+    test(`payment.entity.notes is the metadata: ${name}`, () => {
       const event = razorpay('payment.captured.card.docs-verbatim.json');
       const canonical = razorpayToCanonical({ ...event, payload: withChanges(event.payload, PAYMENT_ENTITY, { notes }) });
       assert.equal(canonical.kind, 'payment');
-      assert.deepEqual(canonical.kind === 'payment' && [canonical.userId, canonical.courseId], [userId, courseId]);
       assert.deepEqual(canonical.kind === 'payment' && canonical.metadata, Array.isArray(notes) ? {} : notes, 'the notes, whole');
     });
   }
@@ -168,15 +165,13 @@ describe('payuToCanonical', () => {
   const decoded = payloadJson('payu', 'payment_success.decoded.json');
   const failure = Object.fromEntries(new URLSearchParams(payload('payu', 'payment_failure.form-urlencoded.txt').toString('utf8')));
 
-  test('success sample -> payment txnid captured 1500.00 INR, udf1 = user, udf2 = course', () => {
+  test('success sample -> payment txnid captured 1500.00 INR, its udf fields in the metadata', () => {
     assert.deepEqual(payuToCanonical({ eventType: 'payment.success', payload: decoded }), {
       kind: 'payment',
       paymentId: 'ORD000123A1',
       state: 'captured',
       amountMinor: 150000,
       currency: 'INR',
-      userId: 'ord_000123',
-      courseId: 'tenant:acme-in',
       email: 'rahul.sharma+test@example.com',
       metadata: { udf1: 'ord_000123', udf2: 'tenant:acme-in', udf5: 'v1' },
     });
