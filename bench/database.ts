@@ -8,7 +8,7 @@ import { systemClock } from '../src/clock.js';
 import { openStore } from '../src/store/open-store.js';
 import { paymentKey } from '../src/store/payment-locks.js';
 import { fromDbTime, toDbTime, type InboxDatabase } from '../src/db/schema.js';
-import type { InboxStore } from '../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../src/store/kysely-store.js';
 import { percentiles, round, type Percentiles } from './stats.js';
 import { cpuSeconds, type BenchStore } from './targets.js';
 
@@ -27,7 +27,7 @@ export const DEFAULT_SERVERS: DatabaseServers = {
 /** A database of the bench's own, migrated with the service's migrations and dropped afterwards. */
 export interface BenchDatabase {
   url: string;
-  store: InboxStore;
+  store: KyselyInboxStore;
   /**
    * CPU time the database server has used so far for this database, in seconds, when it runs on this
    * machine (a MariaDB/MySQL or PostgreSQL server reached over loopback); null otherwise, SQLite
@@ -45,7 +45,7 @@ const isLocal = (serverUrl: string) => LOOPBACK.has(new URL(serverUrl).hostname)
  * The MariaDB/MySQL server the store is connected to, when it runs on this machine: the pid in its
  * pid file. Other servers on the machine (tests start private ones) are not counted.
  */
-async function localMysqlPid(store: InboxStore, mysqlServerUrl: string): Promise<number | null> {
+async function localMysqlPid(store: KyselyInboxStore, mysqlServerUrl: string): Promise<number | null> {
   if (!isLocal(mysqlServerUrl)) return null;
   const { rows } = await sql<{ pidFile: string; dataDir: string }>`select @@pid_file as pidFile, @@datadir as dataDir`.execute(store.db);
   const { pidFile, dataDir } = rows[0]!;
@@ -67,7 +67,7 @@ async function localMysqlPid(store: InboxStore, mysqlServerUrl: string): Promise
 class PostgresBackendsCpu {
   private readonly seen = new Map<number, number>();
 
-  constructor(private readonly store: InboxStore) {}
+  constructor(private readonly store: KyselyInboxStore) {}
 
   async read(): Promise<number> {
     const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity where datname = current_database()`.execute(this.store.db);
@@ -157,7 +157,7 @@ export interface ProcessingStats {
  * outbox is dispatched, up to `timeoutMs`: a step that starts while an earlier step's outbox is still
  * draining would pay for that work in its own CPU and latency figures.
  */
-export async function drain(store: InboxStore, timeoutMs: number): Promise<boolean> {
+export async function drain(store: KyselyInboxStore, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!(await anyUnfinished(store))) return true;
@@ -171,7 +171,7 @@ export async function drain(store: InboxStore, timeoutMs: number): Promise<boole
  * count of them all would scan the table on PostgreSQL, whose CPU the backlog step charges to the
  * events it measures.
  */
-async function anyUnfinished(store: InboxStore): Promise<boolean> {
+async function anyUnfinished(store: KyselyInboxStore): Promise<boolean> {
   const event = await store.db.selectFrom('webhook_events').select('id').where('status', 'in', ['received', 'processing']).limit(1).executeTakeFirst();
   if (event) return true;
   const effect = await store.db.selectFrom('outbox').select('id').where('status', 'in', ['pending', 'sending']).limit(1).executeTakeFirst();
@@ -179,7 +179,7 @@ async function anyUnfinished(store: InboxStore): Promise<boolean> {
 }
 
 /** Processing throughput and lag of the events recorded between `startedAt` and `finishedAt`. */
-export async function processingStats(store: InboxStore, startedAt: number, finishedAt: number, settledAt: number | null): Promise<ProcessingStats> {
+export async function processingStats(store: KyselyInboxStore, startedAt: number, finishedAt: number, settledAt: number | null): Promise<ProcessingStats> {
   const from = toDbTime(new Date(startedAt));
   const to = toDbTime(new Date(finishedAt));
   const seconds = (finishedAt - startedAt) / 1000;

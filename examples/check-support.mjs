@@ -76,6 +76,6 @@ export async function waitFor(what, check, timeoutMs = 20_000) {
  * @returns {Promise<void>}
  */
 export async function noCourseTables(inbox) {
-  const tables = (await inbox.store.db.introspection.getTables()).map((table) => table.name);
+  const tables = (await inbox.database.introspection.getTables()).map((table) => table.name);
   assert.ok(!tables.includes('orders') && !tables.includes('enrollments'), `no course tables: ${tables.join(', ')}`);
 }

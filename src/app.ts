@@ -147,7 +147,7 @@ export function createInbox<DB extends InboxDatabase = InboxDatabase>(config: Co
   // The sweeper leaves an event to the transport for one interval: it is the fallback, not the fast path.
   const sweeper = new Sweeper({ store, workers: pool, logger, overdueMs: processing.sweepIntervalMs });
   const workers = new BackgroundWorkers({ subscriber: queue.subscriber, pool, sweeper, processor, sweepIntervalMs: processing.sweepIntervalMs, logger });
-  const inbox = new Inbox({ store, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness, domains });
+  const inbox = new Inbox({ store, database: store.db, providers, processor, queue, workers, settings: processing, clock, logger, metrics, readiness, domains });
   inbox.attach(createOutboxDispatcher(config, { store: outbox, clock, logger, owner, transports: domains.transports, eventsBehind: () => pool.freeSlots <= 0 }));
   return inbox;
 }
@@ -211,8 +211,8 @@ export async function receivingServiceParts(config: Config, inbox: Inbox, proces
     inbox.logger.warn({ provider: name }, `${name} is not configured (set ${variables.join(' and ')}); its endpoint answers 503`);
   }
   const servers = await serviceServers(config, inbox);
-  const jobs = config.admin ? [adminRetentionJob(inbox.store.db, inbox.clock, config.admin)] : [];
-  const schedule = () => scheduleOperations(config.operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger, inbox, jobs });
+  const jobs = config.admin ? [adminRetentionJob(inbox.database, inbox.clock, config.admin)] : [];
+  const schedule = () => scheduleOperations(config.operations, { inbox, jobs });
   return { config, inbox, ...servers, processing, schedule };
 }
 

@@ -1,5 +1,7 @@
+import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from './clock.js';
+import type { InboxDatabase } from './db/schema.js';
 import type { ProcessingSettings } from './config/settings.js';
 import { ProcessingPendingError, StoreUnavailableError } from './errors.js';
 import type { DomainViews } from './extension/compose-domains.js';
@@ -40,6 +42,8 @@ export interface BackgroundComponent {
 /** What an inbox is made of; chosen once, by the composition root (app.ts). */
 export interface InboxParts {
   store: InboxStore;
+  /** The database the store works on (see Inbox.database). */
+  database: Kysely<InboxDatabase>;
   providers: ProviderRegistry;
   processor: Processor;
   queue: QueueEnds;
@@ -54,7 +58,14 @@ export interface InboxParts {
 }
 
 export class Inbox {
+  /** Where events are recorded, claimed, completed, replayed, archived and restored: the one writer of their state. */
   readonly store: InboxStore;
+  /**
+   * The database, for reading (the inbox's tables and your domain's) and for your domain's own
+   * tables and the operator tools' (sessions, audit, runs). An event's state is written through
+   * `store` alone.
+   */
+  readonly database: Kysely<InboxDatabase>;
   readonly providers: ProviderRegistry;
   readonly processor: Processor;
   /** How recorded events are announced (`publisher`) and how this process's workers hear of them (`subscriber`). */
@@ -73,6 +84,7 @@ export class Inbox {
   constructor(parts: InboxParts) {
     ({
       store: this.store,
+      database: this.database,
       providers: this.providers,
       processor: this.processor,
       queue: this.queue,

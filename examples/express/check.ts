@@ -18,7 +18,7 @@ try {
   await waitFor(
     'the welcome e-mail spooled and marked sent',
     async () =>
-      (await lines()).length > 0 && (await example.inbox.store.db.selectFrom('outbox').select('status').where('kind', '=', 'welcome_email').executeTakeFirst())?.status === 'sent',
+      (await lines()).length > 0 && (await example.inbox.database.selectFrom('outbox').select('status').where('kind', '=', 'welcome_email').executeTakeFirst())?.status === 'sent',
   );
   const licences = (await (await fetch(`${example.url}/licences/u_ada`)).json()) as LicencesTable[];
   assert.deepEqual(

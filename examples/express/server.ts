@@ -31,7 +31,7 @@ export async function startExpressExample(env: Record<string, string | undefined
   });
   // The application's own route, over its own table.
   app.get('/licences/:userId', async (request, response) => {
-    const rows = await inbox.store.db.withTables<{ licences: LicencesTable }>().selectFrom('licences').selectAll().where('user_id', '=', request.params.userId).execute();
+    const rows = await inbox.database.withTables<{ licences: LicencesTable }>().selectFrom('licences').selectAll().where('user_id', '=', request.params.userId).execute();
     response.json(rows);
   });
 

@@ -25,7 +25,7 @@ try {
   await sendDuplicates(`${example.url}/payments/webhooks/stripe`, secret, { payment: 'pi_fastify_1', user: 'u_grace', course: 'credits-100' });
   await waitFor(
     'the CRM told and the row marked sent',
-    async () => crmCalls.length > 0 && (await example.inbox.store.db.selectFrom('outbox').select('status').where('kind', '=', 'crm_top_up').executeTakeFirst())?.status === 'sent',
+    async () => crmCalls.length > 0 && (await example.inbox.database.selectFrom('outbox').select('status').where('kind', '=', 'crm_top_up').executeTakeFirst())?.status === 'sent',
   );
   const ledger = (await (await fetch(`${example.url}/credits/u_grace`)).json()) as Array<{ payment_key: string; amount: number }>;
   assert.deepEqual(

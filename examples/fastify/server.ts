@@ -27,7 +27,7 @@ export async function startFastifyExample(env: Record<string, string | undefined
   await app.register(opsRoutes, { inbox });
   // The application's own route, over its own table.
   app.get<{ Params: { userId: string } }>('/credits/:userId', async (request) => {
-    const db = inbox.store.db.withTables<{ credit_ledger: CreditLedgerTable }>();
+    const db = inbox.database.withTables<{ credit_ledger: CreditLedgerTable }>();
     return db.selectFrom('credit_ledger').select(['payment_key', 'amount', 'currency']).where('user_id', '=', request.params.userId).execute();
   });
   app.addHook('onClose', () => inbox.stop(config.shutdownTimeoutMs));

@@ -26,7 +26,7 @@ try {
   await waitFor(
     'the door-access service told and the row marked sent',
     async () =>
-      accessCalls.length > 0 && (await example.inbox.store.db.selectFrom('outbox').select('status').where('kind', '=', 'door_access').executeTakeFirst())?.status === 'sent',
+      accessCalls.length > 0 && (await example.inbox.database.selectFrom('outbox').select('status').where('kind', '=', 'door_access').executeTakeFirst())?.status === 'sent',
   );
   const rows = await (await fetch(`${example.url}/memberships/u_linus`)).json();
   assert.deepEqual(rows, [{ payment_key: 'stripe:pi_plain_js_1', plan: 'gym-monthly', status: 'active' }], 'one membership');

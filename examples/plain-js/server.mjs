@@ -18,7 +18,7 @@ export async function startPlainJsExample(env, doorAccessUrl) {
   const { app, inbox } = await createApp(config, { domains: [memberships(doorAccessUrl)] });
   // The application's own route, over its own table.
   app.get('/memberships/:userId', async (request) => {
-    return inbox.store.db.selectFrom('memberships').select(['payment_key', 'plan', 'status']).where('user_id', '=', request.params.userId).execute();
+    return inbox.database.selectFrom('memberships').select(['payment_key', 'plan', 'status']).where('user_id', '=', request.params.userId).execute();
   });
   const url = await app.listen({ host: config.host, port: config.port });
   // Closing the server stops the inbox.

@@ -2,20 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import type { InboxDatabase } from '../db/schema.js';
+import { eventsMatching, type EventFilter } from '../store/event-filter.js';
 import type { OutboxStore } from '../outbox/outbox-store.js';
 import { Replayer, replayResultText, type ReplayItem } from '../ops/replay.js';
 import type { Actor } from './access.js';
 import type { AuditLog } from './audit.js';
 import { BULK_HEARTBEAT_MS, BulkReplayJobs, type BulkReplayJob } from './bulk-replays.js';
 import { AdminInputError } from './input.js';
-import type { EventListFilter } from './event-list.js';
 
 /** At most this many events per bulk replay: a larger one is split by narrowing the filter. */
 export const BULK_REPLAY_MAX = 10_000;
 
 /** What a bulk replay may select: failed or processed events (others are still being worked on). */
-export type BulkFilter = Omit<EventListFilter, 'status' | 'limit' | 'after'> & { status: 'failed' | 'processed' };
+export type BulkFilter = Omit<EventFilter, 'status' | 'eventId' | 'q'> & { status: 'failed' | 'processed' };
 
 export function reasonOf(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw new AdminInputError('reason', 'is required: say why (it is recorded with your name)');
@@ -81,12 +81,7 @@ export class AdminActions {
 
   /** Events a bulk replay with this filter would replay, up to BULK_REPLAY_MAX + 1. */
   async bulkIds(filter: BulkFilter): Promise<number[]> {
-    let query = this.db.selectFrom('webhook_events').select('id').where('status', '=', filter.status);
-    if (filter.provider) query = query.where('provider', '=', filter.provider);
-    if (filter.type) query = query.where('event_type', '=', filter.type);
-    if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
-    if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
-    if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
+    const query = this.db.selectFrom('webhook_events').select('id').where(eventsMatching(filter));
     const rows = await query
       .orderBy('id')
       .limit(BULK_REPLAY_MAX + 1)

@@ -10,6 +10,7 @@ import type { ScheduledJob } from '../ops/schedule.js';
 import { AdminAccess } from './access.js';
 import { AdminActions } from './actions.js';
 import { AuditLog } from './audit.js';
+import { AdminReads } from './read-queries.js';
 import { AdminSessions } from './sessions.js';
 import { AdminSignIn } from './sign-in.js';
 import { SignInLimit } from './sign-in-limit.js';
@@ -37,7 +38,8 @@ export class AdminDashboard {
   readonly audit: AuditLog;
   readonly actions: AdminActions;
   readonly outbox: OutboxStore;
-  readonly db: Kysely<InboxDatabase>;
+  /** What the screens and the API read. */
+  readonly reads: AdminReads;
   readonly clock: Clock;
 
   constructor(
@@ -45,18 +47,19 @@ export class AdminDashboard {
     settings: AdminSettings,
     trustProxy: string[],
     /** The stuck-check thresholds, so the failed-and-stuck screen agrees with the scheduled check. */
-    readonly stuckThresholds: OperationsSettings['stuckCheck'],
+    stuckThresholds: OperationsSettings['stuckCheck'],
   ) {
-    this.db = inbox.store.db;
+    const db = inbox.database;
     this.clock = inbox.clock;
     this.access = new AdminAccess(settings, trustProxy);
-    this.sessions = new AdminSessions(this.db, this.clock, settings.sessionTtlMs);
-    this.signIn = new AdminSignIn(this.access, new SignInLimit(this.db, this.clock, settings.signInLimit), inbox.metrics);
-    this.audit = new AuditLog(this.db, this.clock);
-    this.outbox = new OutboxStore(this.db, this.clock);
-    const replayer = new Replayer({ db: this.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: this.clock });
+    this.sessions = new AdminSessions(db, this.clock, settings.sessionTtlMs);
+    this.signIn = new AdminSignIn(this.access, new SignInLimit(db, this.clock, settings.signInLimit), inbox.metrics);
+    this.audit = new AuditLog(db, this.clock);
+    this.outbox = new OutboxStore(db, this.clock);
+    this.reads = new AdminReads(inbox, this.audit, this.outbox, stuckThresholds);
+    const replayer = new Replayer(inbox);
     this.actions = new AdminActions({
-      db: this.db,
+      db,
       clock: this.clock,
       replayer,
       outbox: this.outbox,

@@ -1,10 +1,11 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { parseIsoTime } from '../config/duration.js';
 import { olderThan, type KeysetPosition } from '../db/keyset.js';
-import { fromDbTime, toDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
+import { fromDbTime, type DbTime, type EventStatus, type InboxDatabase, type WebhookEventsTable } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
 import { shownOutcome, type ShownOutcome } from '../model/outcome.js';
-import { EVENT_STATUSES, providersToSearch } from '../ops/event-lookup.js';
+import { EVENT_STATUSES } from '../ops/event-lookup.js';
+import { eventsMatching, type EventFilter } from '../store/event-filter.js';
 import { AdminInputError, integer, oneOf, text, time, type Query } from './input.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -13,18 +14,8 @@ export const MAX_PAGE_SIZE = 200;
 export const SEARCH_WINDOW_DEFAULT_MS = 3600_000;
 export const SEARCH_WINDOW_MAX_MS = 24 * 3600_000;
 
-export interface EventListFilter {
-  provider?: string;
-  status?: EventStatus;
-  type?: string;
-  paymentId?: string;
-  eventId?: string;
-  /** Received at or after. */
-  from?: Date;
-  /** Received before. */
-  to?: Date;
-  /** Text the payload contains (searched within [from, to) only). */
-  q?: string;
+/** The list's filter: which events (a text search `q` within [from, to) only), how many, from where. */
+export interface EventListFilter extends EventFilter {
   limit: number;
   /** Where the previous page ended: the last row's received time and id. */
   after?: KeysetPosition;
@@ -121,34 +112,15 @@ export function parseEventFilter(query: Query, now: Date): EventListFilter {
   return filter;
 }
 
-/** Escapes LIKE's wildcards, with ! as the escape character (the same in every SQL database). */
-const likePattern = (value: string) => `%${value.replace(/[!%_]/g, (c) => `!${c}`)}%`;
-
 /**
  * One page of events, newest first, by keyset on (created_at, id): each page starts where the last
  * ended, so a deep page costs what the first does (an index per filter, migration 0007).
  */
 export async function listEvents(db: Kysely<InboxDatabase>, filter: EventListFilter): Promise<EventPage> {
-  let query = db.selectFrom('webhook_events').select([...LISTED_COLUMNS, 'outcome', 'outcome_detail']);
-  if (filter.provider) query = query.where('provider', '=', filter.provider);
-  if (filter.status) query = query.where('status', '=', filter.status);
-  if (filter.type) query = query.where('event_type', '=', filter.type);
-  if (filter.paymentId) query = query.where('payment_id', '=', filter.paymentId);
-  if (filter.eventId) query = query.where('provider', 'in', providersToSearch(filter.provider)).where('event_id', '=', filter.eventId);
-  if (filter.from) query = query.where('created_at', '>=', toDbTime(filter.from));
-  if (filter.to) query = query.where('created_at', '<', toDbTime(filter.to));
-  if (filter.q) {
-    const pattern = likePattern(filter.q);
-    query = query.where((eb) =>
-      eb.exists(
-        eb
-          .selectFrom('webhook_event_bodies')
-          .select('event_row_id')
-          .whereRef('event_row_id', '=', 'webhook_events.id')
-          .where(sql<boolean>`payload like ${pattern} escape '!'`),
-      ),
-    );
-  }
+  let query = db
+    .selectFrom('webhook_events')
+    .select([...LISTED_COLUMNS, 'outcome', 'outcome_detail'])
+    .where(eventsMatching(filter));
   if (filter.after) query = query.where(olderThan('created_at', filter.after));
   const rows = await query
     .orderBy('created_at', 'desc')

@@ -116,7 +116,7 @@ export async function runDemo(options: { keep?: boolean; onStep?: (step: DemoSte
       forged: true,
     });
 
-    const db = inbox.store.db.withTables<CoursePlatformTables>();
+    const db = inbox.database.withTables<CoursePlatformTables>();
     const deadline = Date.now() + 15_000;
     for (;;) {
       const pending = await db.selectFrom('webhook_events').select('id').where('status', 'in', ['received', 'processing']).execute();

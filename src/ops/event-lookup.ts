@@ -1,25 +1,17 @@
 import type { Kysely } from 'kysely';
 import { toEventState } from '../store/event-queries.js';
 import { selectEventRows, type EventRow } from '../db/event-rows.js';
-import { fromDbTime, toDbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
+import { fromDbTime, type EventStatus, type InboxDatabase } from '../db/schema.js';
+import { eventsMatching, providersToSearch, type EventFilter } from '../store/event-filter.js';
 import type { EventState } from '../store/inbox-store.js';
-import { PROVIDER_NAMES } from '../model/delivery.js';
 import { shownHeaders, shownPayload } from '../model/secrets.js';
 import { OperationError } from './errors.js';
 import { processingsOf, replaysOf, type Processing } from './event-history.js';
 
 export const EVENT_STATUSES: readonly EventStatus[] = ['received', 'processing', 'processed', 'failed'];
 
-export interface EventFilter {
-  provider?: string;
-  /** The provider's payment id the events are about. */
-  payment?: string;
-  status?: EventStatus;
-  type?: string;
-  /** Received at or after. */
-  since?: Date;
-  /** Received before. */
-  until?: Date;
+/** Which events (see EventFilter) and at most how many. */
+export interface EventSelection extends EventFilter {
   limit: number;
 }
 
@@ -27,14 +19,8 @@ export interface EventFilter {
  * Events matching the filter, newest first (an operator looks for what just happened) unless `order`
  * says oldest; `more` says the limit cut the list.
  */
-export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter, order: 'newest' | 'oldest' = 'newest'): Promise<{ events: EventRow[]; more: boolean }> {
-  let query = selectEventRows(db);
-  if (filter.provider) query = query.where('provider', '=', filter.provider);
-  if (filter.payment) query = query.where('payment_id', '=', filter.payment);
-  if (filter.status) query = query.where('status', '=', filter.status);
-  if (filter.type) query = query.where('event_type', '=', filter.type);
-  if (filter.since) query = query.where('created_at', '>=', toDbTime(filter.since));
-  if (filter.until) query = query.where('created_at', '<', toDbTime(filter.until));
+export async function findEvents(db: Kysely<InboxDatabase>, filter: EventSelection, order: 'newest' | 'oldest' = 'newest'): Promise<{ events: EventRow[]; more: boolean }> {
+  const query = selectEventRows(db).where(eventsMatching(filter));
   const rows = await query
     .orderBy('id', order === 'newest' ? 'desc' : 'asc')
     .limit(filter.limit + 1)
@@ -46,14 +32,6 @@ export async function findEvents(db: Kysely<InboxDatabase>, filter: EventFilter,
  * The event an operator means: a provider event id ("evt_...", "pay_...:success"), or the row id
  * shown by `events list`. A provider event id found under several providers needs `provider`.
  */
-/**
- * The providers a lookup by provider event id names: `provider`, or every provider when none is
- * given, so that the unique (provider, event_id) index serves the lookup either way.
- */
-export function providersToSearch(provider: string | undefined): readonly string[] {
-  return provider ? [provider] : PROVIDER_NAMES;
-}
-
 export async function resolveEvent(db: Kysely<InboxDatabase>, ref: string, provider?: string): Promise<EventRow> {
   const query = selectEventRows(db).where('provider', 'in', providersToSearch(provider)).where('event_id', '=', ref);
   const matches = await query.limit(2).execute();

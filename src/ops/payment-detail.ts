@@ -50,7 +50,7 @@ export async function paymentDetail(
   const [payment, sections, found, outbox] = await Promise.all([
     db.selectFrom('payments').selectAll().where('provider', '=', provider).where('payment_id', '=', paymentId).executeTakeFirst(),
     domains.describePayment(db, { provider, paymentId }),
-    findEvents(db, { provider, payment: paymentId, limit: EVENTS_SHOWN }, 'oldest'),
+    findEvents(db, { provider, paymentId, limit: EVENTS_SHOWN }, 'oldest'),
     rows ? new OutboxStore(db, clock).list({ ...rows, limit: EVENTS_SHOWN }) : [],
   ]);
   if (!payment && found.events.length === 0 && sections.every((section) => section.records.length === 0) && outbox.length === 0) {

@@ -1,18 +1,15 @@
-import type { Kysely } from 'kysely';
-import type { Clock } from '../clock.js';
-import type { ProcessResult } from '../processing/processor.js';
-import type { ProviderRegistry } from '../providers/registry.js';
 import { insertReturningId } from '../db/insert-id.js';
-import { toDbTime, type InboxDatabase } from '../db/schema.js';
+import { toDbTime } from '../db/schema.js';
 import type { EventOutcome } from '../model/outcome.js';
+import type { Inbox } from '../inbox.js';
 import { OperationError } from './errors.js';
 import { selectEventRows, type EventRow } from '../db/event-rows.js';
-import { findEvents, resolveEvent, type EventFilter } from './event-lookup.js';
+import { findEvents, resolveEvent, type EventSelection } from './event-lookup.js';
 import { describeTransition } from './payment-transition.js';
 
 /** Named events, events by row id, or every event matching a filter (a status is required there). */
 export type ReplaySelection =
-  { kind: 'events'; refs: string[]; provider?: string } | { kind: 'rows'; ids: number[] } | { kind: 'filter'; filter: EventFilter & { status: 'failed' | 'processed' } };
+  { kind: 'events'; refs: string[]; provider?: string } | { kind: 'rows'; ids: number[] } | { kind: 'filter'; filter: EventSelection & { status: 'failed' | 'processed' } };
 
 export interface ReplayOptions {
   dryRun: boolean;
@@ -45,13 +42,8 @@ export interface ReplayReport {
   counts: Record<'processed' | 'failed' | 'skipped', number>;
 }
 
-export interface ReplayDependencies {
-  db: Kysely<InboxDatabase>;
-  providers: ProviderRegistry;
-  /** The live pipeline's Processor.process: claim, fenced complete, failure bookkeeping. */
-  process: (id: number) => Promise<ProcessResult>;
-  clock: Clock;
-}
+/** What a replay works with: an inbox's database (its events read, each replay kept), store, providers, processor and clock. */
+export type ReplayDependencies = Pick<Inbox, 'database' | 'store' | 'providers' | 'processor' | 'clock'>;
 
 /**
  * Replays stored events through the same claim and fenced-complete path as live traffic. An event is
@@ -77,26 +69,26 @@ export class Replayer {
 
   private async select(selection: ReplaySelection): Promise<{ events: EventRow[]; more: boolean }> {
     // As the provider sent them: a payment's events replay in the order they came.
-    if (selection.kind === 'filter') return findEvents(this.deps.db, selection.filter, 'oldest');
+    if (selection.kind === 'filter') return findEvents(this.deps.database, selection.filter, 'oldest');
     if (selection.kind === 'rows') {
-      const rows = selection.ids.length === 0 ? [] : await selectEventRows(this.deps.db).where('id', 'in', selection.ids).orderBy('id').execute();
+      const rows = selection.ids.length === 0 ? [] : await selectEventRows(this.deps.database).where('id', 'in', selection.ids).orderBy('id').execute();
       const missing = selection.ids.find((id) => !rows.some((row) => row.id === id));
       if (missing !== undefined) throw new OperationError(`no event with id ${missing}`, 'event_not_found');
       return { events: rows, more: false };
     }
     const events: EventRow[] = [];
-    for (const ref of new Set(selection.refs)) events.push(await resolveEvent(this.deps.db, ref, selection.provider));
+    for (const ref of new Set(selection.refs)) events.push(await resolveEvent(this.deps.database, ref, selection.provider));
     return { events, more: false };
   }
 
   private async preview(event: EventRow): Promise<ReplayItem> {
     const blocked = this.leaseHolder(event);
-    const transition = await describeTransition(this.deps.db, this.deps.providers, event);
+    const transition = await describeTransition(this.deps.database, this.deps.providers, event);
     return blocked ? { ...itemOf(event), transition, result: 'skipped', detail: blocked } : { ...itemOf(event), transition, result: 'would_replay' };
   }
 
   private async replay(event: EventRow, actor: string, reason: string): Promise<ReplayItem> {
-    const { db, clock } = this.deps;
+    const { database: db, clock } = this.deps;
     const logged = await insertReturningId(
       db,
       db.insertInto('event_replays').values({
@@ -126,28 +118,13 @@ export class Replayer {
     const blocked = this.leaseHolder(event);
     if (blocked) return { ...itemOf(event), result: 'skipped', detail: blocked };
     if (event.status === 'failed' || event.status === 'processed') {
-      const now = toDbTime(this.deps.clock.now());
-      const due = await this.deps.db.transaction().execute(async (tx) => {
-        // Compare-and-set on what was read: a concurrent replay, retry or completion changes one of
-        // these, and then this replay stands down instead of processing the event a second time. A
-        // row that matched holds the processing the replay's row kept (heldProcessing).
-        const reset = await tx
-          .updateTable('webhook_events')
-          .set({ status: 'received', attempts: 0, next_attempt_at: now, lease_owner: null, lease_token: null, lease_expires_at: null })
-          .where('id', '=', event.id)
-          .where('status', '=', event.status)
-          .where('attempts', '=', event.attempts)
-          .where((eb) => (event.next_attempt_at === null ? eb('next_attempt_at', 'is', null) : eb('next_attempt_at', '=', event.next_attempt_at)))
-          .where((eb) => (event.processed_at === null ? eb('processed_at', 'is', null) : eb('processed_at', '=', event.processed_at)))
-          .executeTakeFirst();
-        if (reset.numUpdatedRows !== 1n) return false;
-        // In the reset's transaction: a processing leaves the row only as it is kept in the replay's.
-        await tx.updateTable('event_replays').set({ made_due_at: now }).where('id', '=', replayId).execute();
-        return true;
-      });
+      // Compare-and-set on what was read: a concurrent replay, retry or completion changes the row,
+      // and then this replay stands down instead of processing the event a second time.
+      const due = await this.deps.store.makeDueForReplay(event, replayId);
       if (!due) return { ...itemOf(event), result: 'skipped', detail: 'changed since it was selected (replayed or processed concurrently)' };
     }
-    const processed = await this.deps.process(event.id);
+    // The live pipeline's path: claim, fenced complete, failure bookkeeping.
+    const processed = await this.deps.processor.process(event.id);
     switch (processed.result) {
       case 'processed':
         return { ...itemOf(event), result: 'processed', detail: processed.outcome, outcomeDetail: processed.outcomeDetail };

@@ -1,11 +1,7 @@
 import { Cron } from 'croner';
-import type { Kysely } from 'kysely';
-import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
 import type { OperationsSettings } from '../config/settings.js';
 import { processOwner } from '../db/lease.js';
 import { claimScheduledTick } from '../db/scheduled-runs.js';
-import type { InboxDatabase } from '../db/schema.js';
 import { PROVIDER_NAMES } from '../model/delivery.js';
 import { deleteStatisticsBefore } from '../observability/delivery-stats.js';
 import { postAlert, providerAlertBody, sendStuckAlert } from './alert.js';
@@ -17,11 +13,8 @@ import { handleStripeHealthEvents } from './reconcile/stripe-health.js';
 import { findStuck, summarizeStuck, type StuckReport } from './stuck.js';
 
 export interface OperationsDependencies {
-  db: Kysely<InboxDatabase>;
-  clock: Clock;
-  logger: Logger;
-  /** The inbox reconciliation records through; without it, no reconcile is scheduled. */
-  inbox?: Inbox;
+  /** The inbox the jobs look at and act on. */
+  inbox: Inbox;
   /** Jobs of the layers above (the dashboard's expired sessions), scheduled and claimed like these. */
   jobs?: ScheduledJob[];
 }
@@ -34,11 +27,11 @@ export interface ScheduledJob {
 }
 
 /** The stuck check as the service runs it: alert when anything is found, log either way. */
-export async function runStuckCheck(settings: OperationsSettings, deps: OperationsDependencies, source: string): Promise<StuckReport> {
-  const report = await findStuck(deps.db, deps.clock, settings.stuckCheck);
-  if (report.total === 0) deps.logger.info(`stuck check: ${summarizeStuck(report)}`);
-  else if (settings.alertWebhookUrl) await sendStuckAlert(settings.alertWebhookUrl, report, deps.logger, source);
-  else deps.logger.warn({ counts: report.counts, outboxCounts: report.outboxCounts }, `${summarizeStuck(report)} (set ALERT_WEBHOOK_URL to be alerted)`);
+export async function runStuckCheck(settings: OperationsSettings, inbox: Pick<Inbox, 'database' | 'clock' | 'logger'>, source: string): Promise<StuckReport> {
+  const report = await findStuck(inbox.database, inbox.clock, settings.stuckCheck);
+  if (report.total === 0) inbox.logger.info(`stuck check: ${summarizeStuck(report)}`);
+  else if (settings.alertWebhookUrl) await sendStuckAlert(settings.alertWebhookUrl, report, inbox.logger, source);
+  else inbox.logger.warn({ counts: report.counts, outboxCounts: report.outboxCounts }, `${summarizeStuck(report)} (set ALERT_WEBHOOK_URL to be alerted)`);
   return report;
 }
 
@@ -58,7 +51,8 @@ const STATS_RETENTION_CRON = '0 17 * * * *';
  * archiving and reconciliation with the providers' APIs. Every serve process schedules them and one
  * runs each tick (claimScheduledTick). A run still going when the next is due is skipped, not stacked.
  */
-export function scheduleOperations(settings: OperationsSettings, deps: OperationsDependencies): ScheduledOperations {
+export function scheduleOperations(settings: OperationsSettings, { inbox, jobs: ownJobs = [] }: OperationsDependencies): ScheduledOperations {
+  const { database: db, clock, logger } = inbox;
   const running = new Set<Promise<unknown>>();
   const jobs: Cron[] = [];
   const owner = processOwner();
@@ -67,43 +61,40 @@ export function scheduleOperations(settings: OperationsSettings, deps: Operation
     const job = new Cron(pattern, { timezone: 'UTC', protect: true, unref: true }, async (self: Cron) => {
       // The latest time the pattern names, up to now: the tick this wake-up is for, the same in every process.
       const tick = self.previousRuns(1, new Date(Date.now() + 1))[0] ?? new Date();
-      const started = claimScheduledTick(deps.db, name, tick, owner)
-        .then((mine) => (mine ? run() : deps.logger.debug({ job: name, tick }, `scheduled ${name}: another process runs this tick`)))
-        .catch((error: unknown) => deps.logger.error({ err: error, job: name }, `scheduled ${name} failed`))
+      const started = claimScheduledTick(db, name, tick, owner)
+        .then((mine) => (mine ? run() : logger.debug({ job: name, tick }, `scheduled ${name}: another process runs this tick`)))
+        .catch((error: unknown) => logger.error({ err: error, job: name }, `scheduled ${name} failed`))
         .finally(() => running.delete(started));
       running.add(started);
       await started;
     });
     jobs.push(job);
-    deps.logger.info({ job: name, cron: pattern, next: job.nextRun()?.toISOString() }, `scheduled ${name}`);
+    logger.info({ job: name, cron: pattern, next: job.nextRun()?.toISOString() }, `scheduled ${name}`);
   };
 
-  schedule('statistics retention', STATS_RETENTION_CRON, () => deleteStatisticsBefore(deps.db, new Date(deps.clock.now().getTime() - STATS_RETENTION_MS)));
-  schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, deps, 'scheduled check'));
-  for (const job of deps.jobs ?? []) schedule(job.name, job.cron, job.run);
+  schedule('statistics retention', STATS_RETENTION_CRON, () => deleteStatisticsBefore(db, new Date(clock.now().getTime() - STATS_RETENTION_MS)));
+  schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, inbox, 'scheduled check'));
+  for (const job of ownJobs) schedule(job.name, job.cron, job.run);
   const { archive } = settings;
   if (archive.dir !== null) {
     const dir = archive.dir;
     schedule('archive', archive.cron, async () => {
-      const report = await new Archiver(deps.db, deps.clock).runOnce({ dir, olderThanMs: archive.olderThanMs });
-      deps.logger.info({ dir, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
+      const report = await new Archiver(inbox).runOnce({ dir, olderThanMs: archive.olderThanMs });
+      logger.info({ dir, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
     });
   }
 
-  const { inbox } = deps;
-  if (inbox) {
-    schedule('reconcile', settings.reconcile.cron, () => runScheduledReconcile(settings.reconcile, settings.alertWebhookUrl, inbox));
-    const configured = PROVIDER_NAMES.filter((name) => !inbox.providers.unconfigured().some((u) => u.name === name));
-    const check = providerAlertCheck(deps.db, deps.clock, settings.alerts, configured);
-    const url = settings.alertWebhookUrl;
-    // Stripe's health events are looked for on the same schedule: an alert and a reconcile each.
-    schedule('provider alerts', settings.alerts.cron, async () => {
-      await check(url ? (alerts) => postAlert(url, providerAlertBody(alerts, 'provider alerts')) : null, (alert) =>
-        deps.logger.warn({ provider: alert.provider, rule: alert.rule }, alert.message),
-      );
-      await handleStripeHealthEvents(settings, inbox);
-    });
-  }
+  schedule('reconcile', settings.reconcile.cron, () => runScheduledReconcile(settings.reconcile, settings.alertWebhookUrl, inbox));
+  const configured = PROVIDER_NAMES.filter((name) => !inbox.providers.unconfigured().some((u) => u.name === name));
+  const check = providerAlertCheck(db, clock, settings.alerts, configured);
+  const url = settings.alertWebhookUrl;
+  // Stripe's health events are looked for on the same schedule: an alert and a reconcile each.
+  schedule('provider alerts', settings.alerts.cron, async () => {
+    await check(url ? (alerts) => postAlert(url, providerAlertBody(alerts, 'provider alerts')) : null, (alert) =>
+      logger.warn({ provider: alert.provider, rule: alert.rule }, alert.message),
+    );
+    await handleStripeHealthEvents(settings, inbox);
+  });
 
   return {
     async stop() {

@@ -1,8 +1,10 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import type { EventRow } from '../db/event-rows.js';
 import type { ProviderName, VerifiedEvent } from '../model/delivery.js';
 import type { RecordResult } from '../db/recording/record-path.js';
 import type { EventStatus, InboxDatabase } from '../db/schema.js';
 import type { EventOutcome, ShownOutcome } from '../model/outcome.js';
+import type { RestoredEvent, SeenEvent } from './operator-writes.js';
 
 /** The payment an event is about, as recorded with the event. */
 export interface PaymentRef {
@@ -101,8 +103,6 @@ export type CompletionWork = (tx: BusinessTransaction, batch: CompletionBatch) =
  * Every state change is a single conditional statement, so concurrent callers cannot both win.
  */
 export interface InboxStore {
-  /** The underlying query builder, for the domain's reads and for operator tooling. */
-  readonly db: Kysely<InboxDatabase>;
   readonly backend: string;
 
   /** Applies pending migrations; returns the names applied now. */
@@ -139,6 +139,13 @@ export interface InboxStore {
 
   pipelineStats(): Promise<PipelineStats>;
 
+  /** A replay's reset of a failed or processed event, unless it changed since `seen` (see operator-writes.ts). */
+  makeDueForReplay(seen: SeenEvent, replayId: number): Promise<boolean>;
+  /** Removes processed events whose archive line was read back intact, keeping their keys under `archiveFile`; returns how many went. */
+  removeArchivedEvents(rows: EventRow[], archiveFile: string): Promise<number>;
+  /** Puts an archived event back as it was; false when its row is already there. */
+  restoreEvent(event: RestoredEvent): Promise<boolean>;
+
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Names of the migrations not applied yet (empty when the schema is current). */
@@ -151,7 +158,7 @@ export interface InboxStore {
 
   /**
    * Whether `error` says the database cannot be reached or refuses this service: the store's own
-   * StoreUnavailableError, or a driver error from a query run on `db`.
+   * StoreUnavailableError, or a driver error from a query run on the inbox's database.
    */
   isUnavailable(error: unknown): boolean;
 

@@ -13,6 +13,8 @@ import { DatabaseErrors } from './database-errors.js';
 import { dueEventIds, eventById, eventByKey, pipelineStats } from './event-queries.js';
 import type { ClaimedEvent, CompletionWork, EventState, InboxStore, Lease, PipelineStats, RecordResult } from './inbox-store.js';
 import { EventRecorder } from './record.js';
+import { makeDueForReplay, removeArchivedEvents, restoreEvent, type RestoredEvent, type SeenEvent } from './operator-writes.js';
+import type { EventRow } from '../db/event-rows.js';
 
 /**
  * Claims or completions per transaction: enough to share a commit widely, few enough that one slow event
@@ -62,6 +64,10 @@ export interface KyselyInboxStoreOptions {
  */
 export class KyselyInboxStore implements InboxStore {
   readonly backend: string;
+  /**
+   * The database it works on, for the composition root to hand on (Inbox.database): the port gives
+   * no one else a way to write an event's state but through the store's operations.
+   */
   readonly db: Kysely<InboxDatabase>;
   private readonly ackDb: Kysely<InboxDatabase>;
   private readonly storeBackend: StoreBackend;
@@ -179,6 +185,18 @@ export class KyselyInboxStore implements InboxStore {
 
   pipelineStats(): Promise<PipelineStats> {
     return this.errors.guard(() => pipelineStats(this.db, this.clock.now()));
+  }
+
+  makeDueForReplay(seen: SeenEvent, replayId: number): Promise<boolean> {
+    return makeDueForReplay(this.db, seen, replayId, this.clock.now());
+  }
+
+  removeArchivedEvents(rows: EventRow[], archiveFile: string): Promise<number> {
+    return removeArchivedEvents(this.db, rows, archiveFile, this.clock.now());
+  }
+
+  restoreEvent(event: RestoredEvent): Promise<boolean> {
+    return restoreEvent(this.db, event);
   }
 
   isUnavailable(error: unknown): boolean {

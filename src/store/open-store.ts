@@ -3,7 +3,6 @@ import { DEFAULT_RECORD_CONNECTIONS } from '../config/load.js';
 import { NO_DOMAIN_MIGRATIONS, type DomainMigrations } from '../db/migrate.js';
 import { backendFor } from '../db/open-database.js';
 import { KyselyInboxStore } from './kysely-store.js';
-import type { InboxStore } from './inbox-store.js';
 
 /**
  * Chooses the store backend once, from the DATABASE_URL scheme (validated by config/database-url.ts).
@@ -22,7 +21,7 @@ export function openStore(
     /** How long a claim or a completion waits for others to share its transaction (see Batcher's `waitMs`); default 0. */
     processingBatchWaitMs?: number;
   },
-): InboxStore {
+): KyselyInboxStore {
   const backend = backendFor(url);
   const recordBatches = Math.min(options.recordConnections ?? DEFAULT_RECORD_CONNECTIONS, backend.maxConcurrentBatches);
   const { idleTransactionTimeoutMs } = options;

@@ -38,7 +38,7 @@ async function schemaOf(name, domains) {
   const inbox = createInbox(loadConfig(env, { domains }), { domains });
   try {
     await inbox.store.migrate();
-    const tables = await inbox.store.db.introspection.getTables();
+    const tables = await inbox.database.introspection.getTables();
     const payments = tables.find((table) => table.name === 'payments');
     return { tables: tables.map((table) => table.name), payments: payments ? payments.columns.map((column) => column.name) : [] };
   } finally {

@@ -103,7 +103,7 @@ export class Harness {
   }
 
   get db(): Kysely<InboxDatabase> {
-    return this.inbox.store.db;
+    return this.inbox.database;
   }
 
   /** The inbox's tables and the course platform's, which the service runs by default. */

@@ -3,7 +3,7 @@ import { inboxMigrations } from '../../src/db/migrations/index.js';
 import { mysqlBackend } from '../../src/db/mysql/backend.js';
 import { postgresBackend } from '../../src/db/postgres/backend.js';
 import { sqliteBackend } from '../../src/db/sqlite/backend.js';
-import type { InboxStore } from '../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../src/store/kysely-store.js';
 import type { StoreBackendName } from './database.js';
 
 /**
@@ -13,10 +13,10 @@ import type { StoreBackendName } from './database.js';
  */
 export const BACKENDS = { mysql: mysqlBackend, postgres: postgresBackend, sqlite: sqliteBackend };
 
-export const looseDb = (store: InboxStore) => store.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
+export const looseDb = (store: KyselyInboxStore) => store.db as unknown as Kysely<Record<string, Record<string, unknown>>>;
 
 /** Applies the inbox's migrations up to and including `name`; returns those it applied. */
-export async function migrateTo(store: InboxStore, backend: StoreBackendName, name: string): Promise<MigrationResult[]> {
+export async function migrateTo(store: KyselyInboxStore, backend: StoreBackendName, name: string): Promise<MigrationResult[]> {
   const migrator = new Migrator({
     db: store.db,
     provider: { getMigrations: async () => inboxMigrations(BACKENDS[backend].columnTypes) },

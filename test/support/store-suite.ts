@@ -2,7 +2,7 @@ import { after, before, describe } from 'node:test';
 import { composeDomains } from '../../src/extension/compose-domains.js';
 import type { PaymentDomain } from '../../src/extension/payment-domain.js';
 import { openStore } from '../../src/store/open-store.js';
-import type { InboxStore } from '../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../src/store/kysely-store.js';
 import { createTestDatabases, STORE_BACKENDS, type StoreBackendName, type TestDatabase } from './database.js';
 import { Harness, TestClock, testConfig } from './harness.js';
 
@@ -10,7 +10,7 @@ import { Harness, TestClock, testConfig } from './harness.js';
 export interface StoreSuite {
   backend: StoreBackendName;
   database: TestDatabase;
-  store: InboxStore;
+  store: KyselyInboxStore;
   clock: TestClock;
   /** The migrations the suite's store applied to its fresh database. */
   migrated: string[];

@@ -54,7 +54,7 @@ export function registerArchiveCommands(program: Command): void {
       if (!dir) throw new OperationError('say where the archive goes: --to <dir> (or set ARCHIVE_DIR)', 'bad_argument');
       const progress = progressBar('archiving');
       const report = await withInbox(config, 'writes', (inbox) =>
-        new Archiver(inbox.store.db, inbox.clock).runOnce({
+        new Archiver(inbox).runOnce({
           dir,
           olderThanMs: flags.olderThan ?? config.operations.archive.olderThanMs,
           eventsPerFile: flags.eventsPerFile,
@@ -107,7 +107,7 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(program.command('restore').description('bring archived events back into the database (for inspection or replay)')).action(async (flags: QueryFlags) => {
     const query = archiveQuery(flags);
-    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store.db, flags.from, query, readOnlyProviders()));
+    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store, flags.from, query, readOnlyProviders()));
     if (flags.json) return printJson(report);
     printTable(report.events, [
       ['id', (e) => e.id],

@@ -34,8 +34,8 @@ export function registerCopyCommand(program: Command): void {
       const report = await withInbox({ ...config, databaseUrl: flags.from, migrateOnStart: false }, 'writes', (source) =>
         withInbox({ ...config, databaseUrl: flags.to, migrateOnStart: true }, 'writes', (target) =>
           copyInstallation(
-            { db: source.store.db, backend: backendFor(flags.from), url: flags.from },
-            { db: target.store.db, backend: backendFor(flags.to), url: flags.to },
+            { db: source.database, backend: backendFor(flags.from), url: flags.from },
+            { db: target.database, backend: backendFor(flags.to), url: flags.to },
             { merge: flags.merge === true, batchSize: flags.batchSize, onProgress: progress() },
           ),
         ),

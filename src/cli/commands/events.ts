@@ -30,7 +30,17 @@ export function registerEventsCommands(program: Command): void {
     .option('--status <status>', EVENT_STATUSES.join(', '), choiceOption(EVENT_STATUSES))
     .option('--type <event-type>', 'provider event type, e.g. payment_intent.succeeded')
     .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string }) => {
-      const found = await withInbox(configOrExit().config, 'reads', (inbox) => findEvents(inbox.store.db, options));
+      const found = await withInbox(configOrExit().config, 'reads', (inbox) =>
+        findEvents(inbox.database, {
+          provider: options.provider,
+          status: options.status,
+          type: options.type,
+          paymentId: options.payment,
+          from: options.since,
+          to: options.until,
+          limit: options.limit,
+        }),
+      );
       const [rows, more] = [found.events.map(eventSummary), found.more];
       if (options.json) return printJson({ events: rows, more });
       if (rows.length === 0) return console.log('no events match');
@@ -44,7 +54,7 @@ export function registerEventsCommands(program: Command): void {
     .option('--provider <name>', 'when the event id exists for several providers', choiceOption(PROVIDER_NAMES))
     .option('--json', 'print JSON')
     .action(async (id: string, options: { provider?: string; json?: boolean }) => {
-      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => eventDetail(inbox.store.db, id, options.provider));
+      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => eventDetail(inbox.database, id, options.provider));
       if (options.json) return printJson(detail);
       // The outcome in words only: its structured form is for scripts (--json).
       const { payload, headers, replays, processings, outcomeDetail: _structured, ...fields } = detail;

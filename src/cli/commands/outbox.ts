@@ -11,7 +11,7 @@ import { tableText, type Column } from '../output.js';
 const STATUSES: OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 
 function withOutbox<T>(config: Config, access: DatabaseAccess, run: (outbox: OutboxStore, domains: DomainViews) => Promise<T>): Promise<T> {
-  return withInbox(config, access, (inbox) => run(new OutboxStore(inbox.store.db, inbox.clock), inbox.domains));
+  return withInbox(config, access, (inbox) => run(new OutboxStore(inbox.database, inbox.clock), inbox.domains));
 }
 
 /** The columns of every outbox table (`outbox list`, `payments show`): key and status first, then what an operator needs to decide. */

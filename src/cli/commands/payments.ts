@@ -55,7 +55,7 @@ export function registerPaymentsCommands(program: Command): void {
         metadata: options.metadata,
         limit: options.limit,
       };
-      const page = await withInbox(configOrExit().config, 'reads', (inbox) => listPayments(inbox.store.db, filter));
+      const page = await withInbox(configOrExit().config, 'reads', (inbox) => listPayments(inbox.database, filter));
       const more = page.nextCursor !== null;
       if (options.json) return printJson({ payments: page.payments, more });
       if (page.payments.length === 0) return console.log('no payments match');
@@ -70,7 +70,7 @@ export function registerPaymentsCommands(program: Command): void {
     .argument('<payment-id>', "the provider's payment id (PaymentIntent pi_..., Razorpay pay_..., PayU txnid)")
     .option('--json', 'print JSON')
     .action(async (provider: string, paymentId: string, options: { json?: boolean }) => {
-      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => paymentDetail(inbox.store.db, inbox.clock, inbox.domains, provider, paymentId));
+      const detail = await withInbox(configOrExit().config, 'reads', (inbox) => paymentDetail(inbox.database, inbox.clock, inbox.domains, provider, paymentId));
       if (options.json) return printJson(paymentDetailView(detail));
       const { payment } = detail;
       printFields({

@@ -35,7 +35,7 @@ export function registerReconcileCommand(program: Command): void {
       const { config } = configOrExit();
       const settings = config.operations.reconcile;
       if (options.history) {
-        const runs = await withInbox(config, 'reads', (inbox) => new ReconcileRuns(inbox.store.db, inbox.clock).history(HISTORY_ROWS, options.provider));
+        const runs = await withInbox(config, 'reads', (inbox) => new ReconcileRuns(inbox.database, inbox.clock).history(HISTORY_ROWS, options.provider));
         if (options.json) printJson({ runs });
         else if (runs.length === 0) console.log('no reconcile runs yet');
         else

@@ -29,7 +29,7 @@ export function registerReplayCommand(program: Command): void {
       const config = configOrExit().config;
       const progress = progressBar(flags.dryRun ? 'checking' : 'replaying');
       const report = await withInbox(config, flags.dryRun ? 'reads' : 'writes', (inbox) =>
-        new Replayer({ db: inbox.store.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: inbox.clock }).runOnce(selection, {
+        new Replayer(inbox).runOnce(selection, {
           dryRun: flags.dryRun === true,
           actor: flags.actor ?? userInfo().username,
           reason: flags.reason,
@@ -67,6 +67,6 @@ function replaySelection(ids: string[], flags: ReplayFlags): ReplaySelection {
   if (!flags.status) throw new InvalidArgumentError('name the events to replay, or select them with --status failed');
   return {
     kind: 'filter',
-    filter: { status: flags.status, provider: flags.provider, payment: flags.payment, type: flags.type, since: flags.since, until: flags.until, limit: flags.limit },
+    filter: { status: flags.status, provider: flags.provider, paymentId: flags.payment, type: flags.type, from: flags.since, to: flags.until, limit: flags.limit },
   };
 }

@@ -25,7 +25,7 @@ export function registerStuckCommand(program: Command): void {
       const defaults = config.operations.stuckCheck;
       const thresholds = { olderThanMs: options.olderThan ?? defaults.olderThanMs, outboxOlderThanMs: options.outboxOlderThan ?? defaults.outboxOlderThanMs };
       const report = await withInbox(config, options.alert ? 'writes' : 'reads', async (inbox) => {
-        const found = await findStuck(inbox.store.db, inbox.clock, thresholds);
+        const found = await findStuck(inbox.database, inbox.clock, thresholds);
         if (options.alert && found.total > 0) await sendStuckAlert(alertUrl!, found, inbox.logger, 'stuck command');
         return found;
       });

@@ -2,18 +2,13 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { authorize, type Actor } from '../../admin/access.js';
 import { reasonOf, type BulkFilter } from '../../admin/actions.js';
 import type { AdminDashboard } from '../../admin/dashboard.js';
-import { decodeCursor, encodeCursor, listEvents, parseEventFilter } from '../../admin/event-list.js';
-import { eventView } from '../../admin/event-view.js';
+import { decodeCursor, encodeCursor, parseEventFilter } from '../../admin/event-list.js';
 import { AdminInputError, integer, oneOf, rowId, text, type Query } from '../../admin/input.js';
-import { overview, recentRejections } from '../../admin/overview.js';
-import { listPayments, parsePaymentFilter } from '../../admin/payment-list.js';
+import { parsePaymentFilter } from '../../admin/payment-list.js';
 import { paymentDetailView } from '../../admin/payment-view.js';
 import { toDbTime, type OutboxStatus } from '../../db/schema.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
-import { paymentDetail } from '../../ops/payment-detail.js';
-import { ReconcileRuns } from '../../ops/reconcile/runs.js';
-import { findStuck } from '../../ops/stuck.js';
 
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'sending', 'sent', 'failed', 'skipped'];
 /** Bulk replays listed on the failed-and-stuck screen and by GET /admin/api/bulk-replays. */
@@ -25,7 +20,7 @@ export async function reconcileRunPage(dashboard: AdminDashboard, query: Query) 
   const provider = oneOf(query, 'provider', PROVIDER_NAMES);
   const limit = integer(query, 'limit', RECONCILE_PAGE);
   const cursor = text(query, 'cursor', 300);
-  const rows = await new ReconcileRuns(dashboard.db, dashboard.clock).history(limit + 1, provider, cursor === undefined ? undefined : decodeCursor(cursor));
+  const rows = await dashboard.reads.reconcileRuns(limit + 1, provider, cursor === undefined ? undefined : decodeCursor(cursor));
   const runs = rows.slice(0, limit);
   const last = runs.at(-1);
   return { provider, runs, nextCursor: rows.length > limit && last ? encodeCursor(toDbTime(last.startedAt), last.id) : null };
@@ -61,17 +56,17 @@ export function bulkFilterOf(query: Query, now: Date): BulkFilter {
 
 /** The JSON API the pages are built on; documented at /admin/api/openapi.json. */
 export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = async (app, { dashboard }) => {
-  const { db, clock, audit, actions, outbox } = dashboard;
+  const { reads, clock, actions } = dashboard;
 
   app.get(
     '/admin/api/events',
     tag('Events, newest first, by keyset', { querystring: stringProps('provider', 'status', 'type', 'paymentId', 'eventId', 'from', 'to', 'q', 'limit', 'cursor') }),
-    async (request) => listEvents(db, parseEventFilter(request.query as Query, clock.now())),
+    async (request) => reads.events(parseEventFilter(request.query as Query, clock.now())),
   );
 
   app.get('/admin/api/events/:id', tag('One event: payload, headers (no signature), timeline, payment, outbox'), async (request, reply) => {
     const id = rowId((request.params as { id: string }).id);
-    const view = await eventView(db, clock, dashboard.inbox.domains, id, await audit.recent(50, `event ${id}`));
+    const view = await reads.event(id);
     return view ?? reply.code(404).send({ error: 'not_found', message: `no event with id ${id}` });
   });
 
@@ -80,8 +75,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     const body = bodyOf(request);
     const dryRun = flag(body.dryRun, 'dryRun');
     authorize(actorOf(request), dryRun ? 'replay_dry_run' : 'replay');
-    const exists = await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst();
-    if (!exists) return reply.code(404).send({ error: 'not_found', message: `no event with id ${id}` });
+    if (!(await reads.eventExists(id))) return reply.code(404).send({ error: 'not_found', message: `no event with id ${id}` });
     return actions.replay(actorOf(request), id, dryRun, dryRun ? undefined : reasonOf(body.reason));
   });
 
@@ -90,7 +84,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     tag('Payments, newest first by last update, by keyset; q: exactly the e-mail or a metadata value, within from and to (default the last 30 days, at most 90)', {
       querystring: stringProps('provider', 'status', 'from', 'to', 'q', 'limit', 'cursor'),
     }),
-    async (request) => listPayments(db, parsePaymentFilter(request.query as Query, clock.now())),
+    async (request) => reads.payments(parsePaymentFilter(request.query as Query, clock.now())),
   );
 
   app.get('/admin/api/payments/:provider/:paymentId', tag('One payment: its events in order, state, order, enrollments, outbox'), async (request, reply) => {
@@ -98,7 +92,7 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
     const provider = oneOf(params, 'provider', PROVIDER_NAMES)!;
     const paymentId = text(params, 'paymentId')!;
     try {
-      return paymentDetailView(await paymentDetail(db, clock, dashboard.inbox.domains, provider, paymentId));
+      return paymentDetailView(await reads.payment(provider, paymentId));
     } catch (error) {
       if (error instanceof OperationError) return reply.code(404).send({ error: 'not_found', message: error.message });
       throw error;
@@ -106,21 +100,21 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
   });
 
   app.get('/admin/api/overview', tag('Deliveries, ack latency, backlog, failed, stuck, outbox; hour or day', { querystring: stringProps('period') }), async (request) =>
-    overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour'),
+    reads.overview(oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour'),
   );
 
-  app.get('/admin/api/stuck', tag('Failed and stuck events and outbox rows'), async () => findStuck(db, clock, dashboard.stuckThresholds));
+  app.get('/admin/api/stuck', tag('Failed and stuck events and outbox rows'), async () => reads.stuck());
 
   app.get('/admin/api/outbox', tag('Outbox rows by status, newest first', { querystring: stringProps('status', 'limit') }), async (request) => {
     const query = request.query as Query;
-    return { rows: await outbox.list({ status: oneOf(query, 'status', OUTBOX_STATUSES), limit: integer(query, 'limit', { min: 1, max: 200, fallback: 50 }) }) };
+    return { rows: await reads.outboxRows({ status: oneOf(query, 'status', OUTBOX_STATUSES), limit: integer(query, 'limit', { min: 1, max: 200, fallback: 50 }) }) };
   });
 
   app.post('/admin/api/outbox/:id/retry', tag('Send a failed or skipped outbox row again'), async (request, reply) => {
     authorize(actorOf(request), 'outbox_retry');
     const id = rowId((request.params as { id: string }).id);
     const reason = reasonOf(bodyOf(request).reason);
-    if (!(await outbox.find(id))) return reply.code(404).send({ error: 'not_found', message: `no outbox row ${id}` });
+    if (!(await reads.outboxRow(id))) return reply.code(404).send({ error: 'not_found', message: `no outbox row ${id}` });
     const reset = await actions.retryOutbox(actorOf(request), id, reason);
     if (reset === 0) return reply.code(409).send({ error: 'not_retryable', message: 'only failed or skipped rows can be retried' });
     return { retried: id };
@@ -165,11 +159,11 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
   );
 
   app.get('/admin/api/rejections', tag('The most recent refused deliveries (never a body or signature)', { querystring: stringProps('limit') }), async (request) => ({
-    rejections: await recentRejections(db, integer(request.query as Query, 'limit', { min: 1, max: 1000, fallback: 100 })),
+    rejections: await reads.rejections(integer(request.query as Query, 'limit', { min: 1, max: 1000, fallback: 100 })),
   }));
 
   app.get('/admin/api/audit', tag('Admin actions, newest first', { querystring: stringProps('limit') }), async (request) => ({
-    actions: await audit.recent(integer(request.query as Query, 'limit', { min: 1, max: 500, fallback: 100 })),
+    actions: await reads.auditEntries(integer(request.query as Query, 'limit', { min: 1, max: 500, fallback: 100 })),
   }));
 
   app.get('/admin/api/me', tag('Who you are signed in as'), async (request) => {

@@ -1,17 +1,13 @@
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { authorize } from '../../admin/access.js';
 import type { AdminDashboard } from '../../admin/dashboard.js';
-import { listEvents, parseEventFilter } from '../../admin/event-list.js';
-import { eventView } from '../../admin/event-view.js';
+import { parseEventFilter } from '../../admin/event-list.js';
 import { oneOf, rowId, text, type Query } from '../../admin/input.js';
-import { overview, recentRejections } from '../../admin/overview.js';
-import { listPayments, parsePaymentFilter } from '../../admin/payment-list.js';
+import { parsePaymentFilter } from '../../admin/payment-list.js';
 import { paymentDetailView } from '../../admin/payment-view.js';
 import { InboxError } from '../../errors.js';
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { OperationError } from '../../ops/errors.js';
-import { paymentDetail } from '../../ops/payment-detail.js';
-import { findStuck } from '../../ops/stuck.js';
 import { headerValue } from '../../providers/headers.js';
 import { csrfOf, SESSION_COOKIE } from './session.js';
 import { actorOf, BULK_JOBS_SHOWN, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES, reconcileRunPage } from './api-routes.js';
@@ -23,7 +19,7 @@ const HTML = 'text/html; charset=utf-8';
 
 /** The server-rendered screens: forms post here, and every answer is a page (or a redirect to one). */
 export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret: string }> = async (app, { dashboard, secret }) => {
-  const { db, clock, access, actions, audit, outbox, sessions } = dashboard;
+  const { reads, clock, access, actions, audit, sessions } = dashboard;
   const context = (request: FastifyRequest): pages.PageContext => ({
     actor: actorOf(request),
     csrf: csrfOf(request, actorOf(request), secret),
@@ -73,18 +69,18 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.get('/admin', async (request, reply) => {
     const period = oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour';
-    return send(reply, pages.overviewPage(context(request), await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, period)));
+    return send(reply, pages.overviewPage(context(request), await reads.overview(period)));
   });
 
   app.get('/admin/events', async (request, reply) => {
     const query = request.query as Record<string, string>;
     const filter = parseEventFilter(query, clock.now());
     const { cursor: _cursor, ...shown } = query;
-    return send(reply, pages.eventsPage(context(request), shown, filter, await listEvents(db, filter)));
+    return send(reply, pages.eventsPage(context(request), shown, filter, await reads.events(filter)));
   });
 
   const showEvent = async (request: FastifyRequest, reply: FastifyReply, id: number, dryRun: Parameters<typeof pages.eventPage>[2], message: string | null) => {
-    const view = await eventView(db, clock, dashboard.inbox.domains, id, await audit.recent(50, `event ${id}`));
+    const view = await reads.event(id);
     if (!view) return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
     return send(reply, pages.eventPage(context(request), view, dryRun, message));
   };
@@ -99,8 +95,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     const body = bodyOf(request);
     const dryRun = flag(body.dryRun, 'dryRun');
     authorize(actorOf(request), dryRun ? 'replay_dry_run' : 'replay');
-    if (!(await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst()))
-      return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
+    if (!(await reads.eventExists(id))) return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
     if (dryRun) return showEvent(request, reply, id, await actions.replay(actorOf(request), id, true, undefined), null);
     const item = await actions.replay(actorOf(request), id, false, reasonOf(body.reason));
     const message = `Replayed: ${item.result}${item.detail ? ` (${item.detail})` : ''}`;
@@ -111,13 +106,13 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     const query = request.query as Record<string, string>;
     const filter = parsePaymentFilter(query, clock.now());
     const { cursor: _cursor, ...shown } = query;
-    return send(reply, paymentsPage(context(request), shown, filter, await listPayments(db, filter)));
+    return send(reply, paymentsPage(context(request), shown, filter, await reads.payments(filter)));
   });
 
   app.get('/admin/payments/:provider/:paymentId', async (request, reply) => {
     const params = request.params as Query;
     try {
-      const detail = await paymentDetail(db, clock, dashboard.inbox.domains, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!);
+      const detail = await reads.payment(oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!);
       return send(reply, paymentPage(context(request), paymentDetailView(detail)));
     } catch (error) {
       if (error instanceof OperationError) return send(reply, pages.errorPage(context(request), 404, error.message), 404);
@@ -125,9 +120,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     }
   });
 
-  app.get('/admin/problems', async (request, reply) =>
-    send(reply, pages.problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds), await actions.bulkJobs.recent(BULK_JOBS_SHOWN))),
-  );
+  app.get('/admin/problems', async (request, reply) => send(reply, pages.problemsPage(context(request), await reads.stuck(), await actions.bulkJobs.recent(BULK_JOBS_SHOWN))));
 
   const bulkFields = (body: Query) => Object.fromEntries(['status', 'provider', 'type', 'from', 'to'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']));
 
@@ -161,7 +154,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   app.get('/admin/outbox', async (request, reply) => {
     const query = request.query as Query;
     const status = oneOf(query, 'status', OUTBOX_STATUSES);
-    return send(reply, pages.outboxPage(context(request), status, await outbox.list({ status, limit: 100 }), text(query, 'message') ?? null));
+    return send(reply, pages.outboxPage(context(request), status, await reads.outboxRows({ status, limit: 100 }), text(query, 'message') ?? null));
   });
 
   app.post('/admin/outbox/:id/retry', async (request, reply) => {
@@ -173,7 +166,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.get('/admin/rejections', async (request, reply) => {
-    return send(reply, pages.rejectionsPage(context(request), await recentRejections(db, 200)));
+    return send(reply, pages.rejectionsPage(context(request), await reads.rejections(200)));
   });
 
   app.get('/admin/reconcile', async (request, reply) => {

@@ -4,6 +4,8 @@ import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../../db/schema.js';
 import { selectEventRows, type EventRow } from '../../db/event-rows.js';
+import type { InboxStore } from '../../store/inbox-store.js';
+import type { Inbox } from '../../inbox.js';
 import { archiveLine, gzipAsync, readArchiveLines, sha256Hex, writeFileDurably } from './files.js';
 import { lockArchiveDir } from './lock.js';
 import { loadManifest, saveManifest, type ArchivePart, type Manifest } from './manifest.js';
@@ -44,10 +46,14 @@ const DEFAULT_DELETE_BATCH = 500;
  * that the next run finishes first; rows are deleted only after their line was read back intact.
  */
 export class Archiver {
-  constructor(
-    private readonly db: Kysely<InboxDatabase>,
-    private readonly clock: Clock,
-  ) {}
+  private readonly db: Kysely<InboxDatabase>;
+  private readonly store: InboxStore;
+  private readonly clock: Clock;
+
+  /** Reads the inbox's events from its database; its store removes those archived. */
+  constructor(inbox: Pick<Inbox, 'database' | 'store' | 'clock'>) {
+    ({ database: this.db, store: this.store, clock: this.clock } = inbox);
+  }
 
   async runOnce(options: ArchiveOptions): Promise<ArchiveReport> {
     const started = this.clock.now();
@@ -147,40 +153,9 @@ export class Archiver {
       const verified = rows.filter((row) => row.status === 'processed' && archiveLine(row) === batch.get(Number(row.id)));
       kept += rows.length - verified.length;
       if (verified.length === 0) continue;
-      const archivedAt = toDbTime(this.clock.now());
-      // The keys are committed before the rows go: a redelivery always finds one or the other.
-      await this.db
-        .insertInto('archived_event_keys')
-        .orIgnore()
-        .values(
-          verified.map((row) => ({
-            provider: row.provider,
-            event_id: row.event_id,
-            event_row_id: row.id,
-            event_created_at: row.created_at,
-            archive_file: part.file,
-            archived_at: archivedAt,
-          })),
-        )
-        .execute();
-      const removed = await this.db.transaction().execute(async (tx) => {
-        const ids = verified.map((row) => row.id);
-        const events = await tx.deleteFrom('webhook_events').where('id', 'in', ids).where('status', '=', 'processed').executeTakeFirst();
-        // Its body and failed attempts go with the event (the archived line keeps its payload, attempt
-        // count and outcome); those of an event that changed since and stays are kept with it. Its
-        // replays stay, and with them the processings they replaced: restored under its own id, the
-        // event shows every processing again.
-        for (const table of ['webhook_event_bodies', 'event_attempts'] as const) {
-          await tx
-            .deleteFrom(table)
-            .where('event_row_id', 'in', ids)
-            .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_events').select('webhook_events.id').whereRef('webhook_events.id', '=', `${table}.event_row_id`))))
-            .execute();
-        }
-        return events;
-      });
-      deleted += Number(removed.numDeletedRows);
-      kept += verified.length - Number(removed.numDeletedRows);
+      const removed = await this.store.removeArchivedEvents(verified, part.file);
+      deleted += removed;
+      kept += verified.length - removed;
     }
     part.state = 'complete';
     part.kept = kept;

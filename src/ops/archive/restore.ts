@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import type { Kysely } from 'kysely';
 import type { ProviderRegistry } from '../../providers/registry.js';
-import type { InboxDatabase } from '../../db/schema.js';
+import type { InboxStore } from '../../store/inbox-store.js';
 import { isCalendarDate } from '../../config/duration.js';
 import { OperationError } from '../errors.js';
 import { readArchiveLines, type ArchivedEvent } from './files.js';
@@ -56,26 +55,16 @@ function matchesQuery(event: ArchivedEvent, query: ArchiveQuery, providers: Prov
 }
 
 /**
- * Puts archived events back into webhook_events as they were (same id, status, outcome, payload
- * bytes), each with its body in one transaction, for inspection or `replay`. Their archived keys
+ * Puts archived events back as they were (same id, status, outcome, payload bytes), each with its
+ * body in one transaction (InboxStore.restoreEvent), for inspection or `replay`. Their archived keys
  * stay: the row and the key both mean "duplicate" to a redelivery.
  */
-export async function restoreFromArchive(db: Kysely<InboxDatabase>, dir: string, query: ArchiveQuery, providers: ProviderRegistry): Promise<RestoreReport> {
+export async function restoreFromArchive(store: Pick<InboxStore, 'restoreEvent'>, dir: string, query: ArchiveQuery, providers: ProviderRegistry): Promise<RestoreReport> {
   const matches = await searchArchive(dir, query, providers);
   if (matches.length === 0) throw new OperationError(`nothing in ${dir} matches ${describeQuery(query)}`, 'not_found');
   const report: RestoreReport = { matched: matches.length, restored: 0, present: 0, events: [] };
   for (const { file, event } of matches) {
-    const { payload, headers, ...row } = event;
-    const restored = await db.transaction().execute(async (tx) => {
-      const inserted = await tx
-        .insertInto('webhook_events')
-        .orIgnore()
-        .values({ ...row, next_attempt_at: null, lease_owner: null, lease_token: null, lease_expires_at: null })
-        .executeTakeFirst();
-      if (inserted.numInsertedOrUpdatedRows !== 1n) return false;
-      await tx.insertInto('webhook_event_bodies').values({ event_row_id: event.id, payload, headers }).execute();
-      return true;
-    });
+    const restored = await store.restoreEvent(event);
     report[restored ? 'restored' : 'present']++;
     report.events.push({ id: event.id, provider: event.provider, eventId: event.event_id, eventType: event.event_type, createdAt: event.created_at, file, restored });
   }

@@ -82,7 +82,7 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
   if (request.window.since.getTime() >= request.window.until.getTime()) throw new OperationError('--since must be before --until', 'bad_argument');
   const limit = pLimit(settings.concurrency);
   const context = {
-    db: inbox.store.db,
+    db: inbox.database,
     now: inbox.clock.now(),
     client: { ...DEFAULT_API_CLIENT_OPTIONS, ...deps.apiClient },
     limit,
@@ -102,11 +102,11 @@ export async function reconcile(request: ReconcileRequest, deps: ReconcileDepend
     return { dryRun: true, runs, disabled, found: runs.reduce((sum, run) => sum + run.found, 0) };
   }
 
-  const lock = new OperationLock({ db: inbox.store.db, clock: inbox.clock, name: LOCK_NAME, owner: processOwner(), ttlMs: LOCK_TTL_MS });
+  const lock = new OperationLock({ db: inbox.database, clock: inbox.clock, name: LOCK_NAME, owner: processOwner(), ttlMs: LOCK_TTL_MS });
   const holder = await lock.take();
   if (holder) throw new OperationError(`another reconcile run holds the lock (${holder.owner}, until ${holder.expiresAt} UTC)`, 'reconcile_locked');
   try {
-    const runsTable = new ReconcileRuns(inbox.store.db, inbox.clock);
+    const runsTable = new ReconcileRuns(inbox.database, inbox.clock);
     for (const provider of listed.sources.map((s) => s.provider).filter(chosen)) {
       // A run that did not finish is continued first, over its own window, from its cursor.
       const unfinished = await runsTable.unfinished(provider);
@@ -211,7 +211,7 @@ class ProviderRunner {
 
   /** Records one missing event and counts it in the same step, so a crash loses neither. */
   private async record(event: VerifiedEvent, runKey: string): Promise<void> {
-    const runs = new ReconcileRuns(this.deps.inbox.store.db, this.deps.inbox.clock);
+    const runs = new ReconcileRuns(this.deps.inbox.database, this.deps.inbox.clock);
     const result = await this.receive(event);
     // A delivery of it that arrived in between made it a duplicate: found, but not recorded by us.
     await runs.progress(runKey, { found: 1, recorded: result.outcome === 'recorded' ? 1 : 0 });
@@ -224,7 +224,7 @@ class ProviderRunner {
    */
   private async missing(provider: ProviderName, candidates: Candidate[]): Promise<VerifiedEvent[]> {
     if (candidates.length === 0) return [];
-    const { db } = this.deps.inbox.store;
+    const db = this.deps.inbox.database;
     const ids = [...new Set(candidates.map((c) => c.event.eventId))];
     const [stored, archived] = await Promise.all([
       db.selectFrom('webhook_events').select('event_id').where('provider', '=', provider).where('event_id', 'in', ids).execute(),
@@ -267,7 +267,7 @@ class ProviderRunner {
     const ids = [...new Set(paymentIds.filter((id) => id !== ''))];
     const states = new Map<string, PaymentState>();
     if (ids.length === 0) return states;
-    const { db } = this.deps.inbox.store;
+    const db = this.deps.inbox.database;
     const further = (paymentId: string, state: PaymentState) => {
       const current = states.get(paymentId);
       if (current === undefined || rank(current) < rank(state)) states.set(paymentId, state);

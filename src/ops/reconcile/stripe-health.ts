@@ -19,7 +19,7 @@ const LOOK_BACK_MS = 7 * 24 * 60 * 60_000;
  * failed, and the next reconcile with a key continues it. Returns the events handled now.
  */
 export async function handleStripeHealthEvents(settings: OperationsSettings, inbox: Inbox): Promise<number> {
-  const { db } = inbox.store;
+  const db = inbox.database;
   const events = await db
     .selectFrom('webhook_events')
     .innerJoin('webhook_event_bodies', 'webhook_event_bodies.event_row_id', 'webhook_events.id')

@@ -85,7 +85,7 @@ for (const backend of STORE_BACKENDS) {
       const response = await deliver('evt_lib_1', 'pi_lib_1', 'course_lib');
       assert.equal(response.statusCode, 200);
       assert.equal((await eventProcessedOrFailed('evt_lib_1')).status, 'processed');
-      const keys = await inbox.store.db.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
+      const keys = await inbox.database.selectFrom('outbox').select('idempotency_key').where('idempotency_key', 'like', '%pi_lib_1').orderBy('idempotency_key').execute();
       assert.deepEqual(
         keys.map((k) => k.idempotency_key),
         ['crm:stripe:pi_lib_1', 'fulfilment:stripe:pi_lib_1', 'receipt:stripe:pi_lib_1'],
@@ -94,7 +94,7 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(crmKeys, ['crm:stripe:pi_lib_1']);
       await waitFor(
         'the CRM row marked sent',
-        async () => (await inbox.store.db.selectFrom('outbox').select('status').where('idempotency_key', '=', 'crm:stripe:pi_lib_1').executeTakeFirstOrThrow()).status === 'sent',
+        async () => (await inbox.database.selectFrom('outbox').select('status').where('idempotency_key', '=', 'crm:stripe:pi_lib_1').executeTakeFirstOrThrow()).status === 'sent',
       );
     });
 
@@ -104,7 +104,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(state.status, 'failed');
       assert.equal(state.nextAttemptAt, null, 'no automatic retry');
       assert.match(state.lastError ?? '', /course retired/);
-      const payments = await inbox.store.db.selectFrom('payments').select('id').where('payment_id', '=', 'pi_lib_2').execute();
+      const payments = await inbox.database.selectFrom('payments').select('id').where('payment_id', '=', 'pi_lib_2').execute();
       assert.equal(payments.length, 0, 'the payment update rolled back with the failure');
     });
 

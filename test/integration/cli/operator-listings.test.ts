@@ -45,8 +45,8 @@ for (const backend of STORE_BACKENDS) {
       const ids = async (filter: Parameters<typeof findEvents>[1]) => (await findEvents(server.db, filter)).events.map((e) => e.event_id);
       assert.deepEqual(await ids({ limit: 50 }), ['evt_other_1', 'evt_story_3', 'evt_story_2', 'evt_story_1']);
       assert.deepEqual(await ids({ limit: 2 }), ['evt_other_1', 'evt_story_3'], 'a limit keeps the newest');
-      assert.deepEqual(await ids({ payment: 'pi_story', limit: 50 }), ['evt_story_3', 'evt_story_2', 'evt_story_1']);
-      assert.deepEqual(await ids({ payment: 'pi_story', provider: 'razorpay', limit: 50 }), []);
+      assert.deepEqual(await ids({ paymentId: 'pi_story', limit: 50 }), ['evt_story_3', 'evt_story_2', 'evt_story_1']);
+      assert.deepEqual(await ids({ paymentId: 'pi_story', provider: 'razorpay', limit: 50 }), []);
     });
 
     test('a payment: its state, its events in order, its order, enrollment and outbox rows', async () => {

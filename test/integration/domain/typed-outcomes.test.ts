@@ -4,7 +4,7 @@ import type { EventApplier } from '../../../src/domain/applier.js';
 import type { EventOutcome } from '../../../src/model/outcome.js';
 import { eventDetail } from '../../../src/ops/event-lookup.js';
 import { openStore } from '../../../src/store/open-store.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { ADMIN, ADMIN_ENV } from '../../support/admin.js';
 import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
@@ -143,7 +143,7 @@ const applierDatabases = await createTestDatabases();
 for (const backend of STORE_BACKENDS) {
   const database = databases[backend];
   describe(`migration 0032 on events processed with text outcomes only (${backend})`, { skip: 'skip' in database && database.skip }, () => {
-    let store: InboxStore;
+    let store: KyselyInboxStore;
     let applied: string[];
 
     before(async () => {

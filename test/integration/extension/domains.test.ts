@@ -124,7 +124,7 @@ for (const backend of STORE_BACKENDS) {
       const config = testConfig(db.url, env);
       const inbox = createInbox(config, { domains: domains ?? serviceDomains(config) });
       opened.push(inbox);
-      return { applied: await inbox.store.migrate(), tables: await tablesOf(inbox.store.db), inbox };
+      return { applied: await inbox.store.migrate(), tables: await tablesOf(inbox.database), inbox };
     };
 
     before(() => {
@@ -149,16 +149,16 @@ for (const backend of STORE_BACKENDS) {
 
     test('an installation whose 0002 created the course tables keeps them, rows and all', async () => {
       // As the first releases left it: the course tables made by 0002, no record of the course platform's own migration.
-      await sql`delete from schema_migrations where name = ${'course-platform/0014_orders_and_enrollments'}`.execute(opened[0]!.store.db);
+      await sql`delete from schema_migrations where name = ${'course-platform/0014_orders_and_enrollments'}`.execute(opened[0]!.database);
       const now = '2026-01-01 00:00:00.000';
-      await opened[0]!.store.db
+      await opened[0]!.database
         .withTables<{ orders: { provider: string; payment_id: string; status: string; created_at: string; updated_at: string } }>()
         .insertInto('orders')
         .values({ provider: 'stripe', payment_id: 'pi_from_before', status: 'paid', created_at: now, updated_at: now })
         .execute();
       const upgraded = await migrate({});
       assert.deepEqual(upgraded.applied, ['course-platform/0014_orders_and_enrollments']);
-      const orders = await sql<{ payment_id: string }>`select payment_id from orders`.execute(upgraded.inbox.store.db);
+      const orders = await sql<{ payment_id: string }>`select payment_id from orders`.execute(upgraded.inbox.database);
       assert.deepEqual(
         orders.rows.map((row) => row.payment_id),
         ['pi_from_before'],

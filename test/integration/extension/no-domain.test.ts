@@ -33,7 +33,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('its migrations create no table or column about orders, enrollments or courses', async () => {
-      const tables = await inbox.store.db.introspection.getTables();
+      const tables = await inbox.database.introspection.getTables();
       assert.ok(tables.some((table) => table.name === 'payments'));
       assert.deepEqual(
         tables.filter((table) => COURSE_NAME.test(table.name)).map((table) => table.name),
@@ -49,7 +49,7 @@ for (const backend of STORE_BACKENDS) {
       const delivery = stripeDelivery(stripePaymentEvent('evt_nd_1', 'payment_intent.succeeded', 'pi_nd_1', { userId: 'u_nd', courseId: 'c_nd' }));
       const received = await inbox.verifyAndReceive('stripe', { headers: delivery.headers, body: Buffer.from(delivery.body), receivedAt: new Date() });
       assert.equal(received.outcome, 'recorded');
-      const payment = () => inbox.store.db.selectFrom('payments').select(['status', 'email', 'metadata']).where('payment_id', '=', 'pi_nd_1').executeTakeFirst();
+      const payment = () => inbox.database.selectFrom('payments').select(['status', 'email', 'metadata']).where('payment_id', '=', 'pi_nd_1').executeTakeFirst();
       await waitFor('the payment', async () => (await payment()) !== undefined);
       const { status, email, metadata } = (await payment())!;
       assert.deepEqual(
@@ -60,7 +60,7 @@ for (const backend of STORE_BACKENDS) {
           metadata: { user_id: 'u_nd', course_id: 'c_nd' },
         },
       );
-      assert.deepEqual(await inbox.store.db.selectFrom('outbox').select('id').execute(), [], 'no domain, no effect');
+      assert.deepEqual(await inbox.database.selectFrom('outbox').select('id').execute(), [], 'no domain, no effect');
     });
   });
 }

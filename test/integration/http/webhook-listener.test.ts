@@ -151,7 +151,7 @@ describe('the webhook listener (MariaDB)', () => {
     assert.equal(typeof line.reason, 'string');
 
     await (inbox.metrics as DeliveryStatsRecorder).flush();
-    const rows = await inbox.store.db.selectFrom('rejected_deliveries').select(['remote_address', 'status_code', 'body_bytes']).execute();
+    const rows = await inbox.database.selectFrom('rejected_deliveries').select(['remote_address', 'status_code', 'body_bytes']).execute();
     const listed = rows.find((row) => row.remote_address === '203.0.113.9');
     assert.ok(listed, JSON.stringify(rows));
     assert.equal(Number(listed.status_code), 401);
@@ -166,7 +166,7 @@ describe('the webhook listener (MariaDB)', () => {
       [200, 200, 200],
     );
     assert.deepEqual(answers.map((answer) => answer.body.outcome).sort(), ['duplicate', 'duplicate', 'recorded']);
-    const stored = await inbox.store.db.selectFrom('webhook_events').select('id').where('event_id', '=', 'evt_l_twice').execute();
+    const stored = await inbox.database.selectFrom('webhook_events').select('id').where('event_id', '=', 'evt_l_twice').execute();
     assert.equal(stored.length, 1);
   });
 });

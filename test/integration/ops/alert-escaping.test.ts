@@ -67,11 +67,11 @@ for (const backend of STORE_BACKENDS) {
     const lastBody = () => sink.bodies.at(-1);
 
     test('the stuck check: event ids, types, error texts and outbox keys', async () => {
-      await seedEvents(inbox.store.db, [
+      await seedEvents(inbox.database, [
         { event_id: `evt_${HOSTILE}`, event_type: HOSTILE, status: 'failed', attempts: 10, last_error: `Error: ${HOSTILE}`, next_attempt_at: null },
       ]);
       const now = toDbTime(new Date());
-      await inbox.store.db
+      await inbox.database
         .insertInto('outbox')
         .values({
           idempotency_key: `fulfilment:stripe:${HOSTILE}`,
@@ -84,7 +84,7 @@ for (const backend of STORE_BACKENDS) {
         })
         .execute();
       const sent = sink.bodies.length;
-      await runStuckCheck(testConfig(db.url, env).operations, { db: inbox.store.db, clock: inbox.clock, logger: inbox.logger }, 'scheduled check');
+      await runStuckCheck(testConfig(db.url, env).operations, inbox, 'scheduled check');
       assert.equal(sink.bodies.length, sent + 1);
       const text = assertEscaped(lastBody(), 'stuck alert');
       assert.ok(text.includes(`fulfilment:stripe:${ESCAPED}`), 'the outbox key');
@@ -94,7 +94,7 @@ for (const backend of STORE_BACKENDS) {
 
     test("Stripe's health event: its id", async () => {
       const eventId = `evt_health_${HOSTILE}`;
-      await seedEvents(inbox.store.db, [
+      await seedEvents(inbox.database, [
         { event_id: eventId, event_type: STRIPE_EVENT_GENERATION_RESOLVED, payload: JSON.stringify({ id: eventId, type: STRIPE_EVENT_GENERATION_RESOLVED, data: {} }) },
       ]);
       // No STRIPE_API_KEY: the run is recorded failed, after the alert.

@@ -139,7 +139,7 @@ for (const backend of STORE_BACKENDS) {
       originals = new Map((await allRows(service)).filter((r) => r.status === 'processed' && r.created_at < cutoff).map((r) => [Number(r.id), r]));
       assert.equal(originals.size, 93);
 
-      const report = await new Archiver(service.db, service.clock).runOnce({ dir, olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
+      const report = await new Archiver(service.inbox).runOnce({ dir, olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
       assert.equal(report.archived, 93);
       assert.equal(report.kept, 0);
       console.log(
@@ -171,7 +171,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a second run archives nothing twice', async () => {
-      const report = await new Archiver(service.db, service.clock).runOnce({ dir, olderThanMs: NINETY_DAYS });
+      const report = await new Archiver(service.inbox).runOnce({ dir, olderThanMs: NINETY_DAYS });
       assert.equal(report.archived, 0);
       assert.deepEqual(report.parts, []);
       assert.equal((await archivedEvents(dir)).lines, 93);
@@ -212,12 +212,12 @@ for (const backend of STORE_BACKENDS) {
     test('restore brings back every column and every payload byte; restoring twice adds nothing', async () => {
       const days = [...new Set((await loadManifest(dir, { create: false })).parts.map((p) => p.day))];
       let restored = 0;
-      for (const day of days) restored += (await restoreFromArchive(service.db, dir, { day }, providers)).restored;
+      for (const day of days) restored += (await restoreFromArchive(service.inbox.store, dir, { day }, providers)).restored;
       assert.equal(restored, 93);
       const rows = new Map((await allRows(service)).map((r) => [Number(r.id), r]));
       for (const [id, original] of originals) sameEvent(rows.get(id)!, original);
 
-      const again = await restoreFromArchive(service.db, dir, { event: 'evt_archived_1' }, providers);
+      const again = await restoreFromArchive(service.inbox.store, dir, { event: 'evt_archived_1' }, providers);
       assert.deepEqual([again.restored, again.present], [0, 1]);
     });
 
@@ -292,7 +292,7 @@ for (const backend of STORE_BACKENDS) {
       for (const [id, original] of originals) sameEvent(archived.byId.get(id)!, original);
       assert.equal((await service.db.selectFrom('archived_event_keys').select('id').execute()).length, EVENTS);
 
-      const third = await new Archiver(service.db, service.clock).runOnce({ dir, olderThanMs: NINETY_DAYS });
+      const third = await new Archiver(service.inbox).runOnce({ dir, olderThanMs: NINETY_DAYS });
       assert.equal(third.archived, 0);
     });
   });

@@ -178,8 +178,8 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
     try {
       await target.store.migrate();
       const ends = [
-        { db: source.store.db, backend: backendFor(from!.url), url: from!.url },
-        { db: target.store.db, backend: backendFor(other!.url), url: other!.url },
+        { db: source.database, backend: backendFor(from!.url), url: from!.url },
+        { db: target.database, backend: backendFor(other!.url), url: other!.url },
       ] as const;
       const crash = new Error('the copy was killed');
       await assert.rejects(
@@ -192,7 +192,7 @@ describe('webhook-inbox copy: SQLite -> PostgreSQL -> MySQL', { skip }, () => {
         }),
         crash,
       );
-      const partial = await target.store.db
+      const partial = await target.database
         .selectFrom('webhook_events')
         .select((eb) => eb.fn.countAll().as('n'))
         .executeTakeFirstOrThrow();

@@ -29,7 +29,7 @@ function outageHandlers() {
 }
 
 function replayerOf(inbox: Inbox): Replayer {
-  return new Replayer({ db: inbox.store.db, providers: inbox.providers, process: (id) => inbox.processor.process(id), clock: inbox.clock });
+  return new Replayer(inbox);
 }
 
 for (const backend of STORE_BACKENDS) {
@@ -152,11 +152,11 @@ for (const backend of STORE_BACKENDS) {
       });
 
     test('events are listed by filter; unknown events and missing reasons are clear errors', async () => {
-      const db = operators[0]!.store.db;
+      const db = operators[0]!.database;
       const page = await findEvents(db, { provider: 'stripe', status: 'processed', limit: 3 });
       assert.deepEqual([page.events.length, page.more], [3, true]);
       assert.equal((await findEvents(db, { type: 'charge.refunded', limit: 10 })).events.length, 0);
-      assert.equal((await findEvents(db, { since: new Date(Date.now() + 60_000), limit: 10 })).events.length, 0);
+      assert.equal((await findEvents(db, { from: new Date(Date.now() + 60_000), limit: 10 })).events.length, 0);
       const replayer = replayerOf(operators[0]!);
       await assert.rejects(replayer.runOnce({ kind: 'events', refs: ['evt_missing'] }, { dryRun: true, actor: 'tester' }), /no event "evt_missing"/);
       await assert.rejects(replayer.runOnce({ kind: 'events', refs: ['evt_replay_3'] }, { dryRun: false, actor: 'tester', reason: '  ' }), /needs --reason/);

@@ -32,19 +32,19 @@ for (const backend of STORE_BACKENDS) {
 
     test('one process claims a tick; the next tick is claimed again, an earlier one never', async () => {
       const tick = new Date('2026-12-03T08:00:00.000Z');
-      const claims = await Promise.all(['a', 'b', 'c'].map((owner) => claimScheduledTick(inbox.store.db, 'job', tick, owner)));
+      const claims = await Promise.all(['a', 'b', 'c'].map((owner) => claimScheduledTick(inbox.database, 'job', tick, owner)));
       assert.equal(claims.filter(Boolean).length, 1, 'the first tick of a job, raced by three processes');
-      assert.equal(await claimScheduledTick(inbox.store.db, 'job', tick, 'a'), false, 'the same tick again');
+      assert.equal(await claimScheduledTick(inbox.database, 'job', tick, 'a'), false, 'the same tick again');
       const next = new Date(tick.getTime() + 1000);
-      const nextClaims = await Promise.all(['a', 'b', 'c'].map((owner) => claimScheduledTick(inbox.store.db, 'job', next, owner)));
+      const nextClaims = await Promise.all(['a', 'b', 'c'].map((owner) => claimScheduledTick(inbox.database, 'job', next, owner)));
       assert.equal(nextClaims.filter(Boolean).length, 1);
-      assert.equal(await claimScheduledTick(inbox.store.db, 'job', tick, 'd'), false, 'a late process waking for an old tick');
-      assert.equal(await claimScheduledTick(inbox.store.db, 'other job', tick, 'd'), true, 'jobs are claimed apart');
+      assert.equal(await claimScheduledTick(inbox.database, 'job', tick, 'd'), false, 'a late process waking for an old tick');
+      assert.equal(await claimScheduledTick(inbox.database, 'other job', tick, 'd'), true, 'jobs are claimed apart');
     });
 
     test('a provider alert is posted once while it fires, whichever process checks, and again after it stopped', async () => {
       const seedFailing = () =>
-        inbox.store.db
+        inbox.database
           .insertInto('delivery_stats')
           .values({
             provider: 'razorpay',
@@ -58,7 +58,7 @@ for (const backend of STORE_BACKENDS) {
       await seedFailing();
       const posted: ProviderAlert[][] = [];
       const post = async (alerts: ProviderAlert[]) => void posted.push(alerts);
-      const processes = [0, 1].map(() => providerAlertCheck(inbox.store.db, inbox.clock, SETTINGS, ['razorpay']));
+      const processes = [0, 1].map(() => providerAlertCheck(inbox.database, inbox.clock, SETTINGS, ['razorpay']));
       const warn = () => undefined;
       await processes[0]!(post, warn);
       await processes[1]!(post, warn);
@@ -68,30 +68,30 @@ for (const backend of STORE_BACKENDS) {
         [['razorpay:non_2xx']],
       );
 
-      await inbox.store.db.deleteFrom('delivery_stats').execute();
+      await inbox.database.deleteFrom('delivery_stats').execute();
       assert.deepEqual(await processes[1]!(post, warn), [], 'it stopped');
       await seedFailing();
       await processes[1]!(post, warn);
       assert.equal(posted.length, 2, 'it fires again after it stopped');
 
-      await inbox.store.db.deleteFrom('firing_alerts').execute();
+      await inbox.database.deleteFrom('firing_alerts').execute();
       const failingPost = () => Promise.reject(new Error('alert webhook down'));
       await assert.rejects(processes[0]!(failingPost, warn), /alert webhook down/);
       await processes[1]!(post, warn);
       assert.equal(posted.length, 3, 'an alert whose post failed is posted by the next check');
-      await inbox.store.db.deleteFrom('delivery_stats').execute();
+      await inbox.database.deleteFrom('delivery_stats').execute();
     });
 
     test('the statistics retention deletes per-minute counts and samples before its limit only', async () => {
       const now = inbox.clock.now();
       const minutes = [minuteOf(new Date(now.getTime() - 15 * 24 * HOUR_MS)), minuteOf(new Date(now.getTime() - 13 * 24 * HOUR_MS))];
       for (const minute of minutes) {
-        await inbox.store.db.insertInto('delivery_stats').values({ provider: 'stripe', result: 'accepted', minute, deliveries: 1, ack_ms_total: 1, ack_ms_max: 1 }).execute();
-        await inbox.store.db.insertInto('pipeline_samples').values({ minute, due: 0, oldest_pending_seconds: null, failed: 0, stuck: 0, outbox_failed: 0 }).execute();
+        await inbox.database.insertInto('delivery_stats').values({ provider: 'stripe', result: 'accepted', minute, deliveries: 1, ack_ms_total: 1, ack_ms_max: 1 }).execute();
+        await inbox.database.insertInto('pipeline_samples').values({ minute, due: 0, oldest_pending_seconds: null, failed: 0, stuck: 0, outbox_failed: 0 }).execute();
       }
-      await deleteStatisticsBefore(inbox.store.db, new Date(now.getTime() - 14 * 24 * HOUR_MS));
+      await deleteStatisticsBefore(inbox.database, new Date(now.getTime() - 14 * 24 * HOUR_MS));
       for (const table of ['delivery_stats', 'pipeline_samples'] as const) {
-        const left = await inbox.store.db.selectFrom(table).select('minute').execute();
+        const left = await inbox.database.selectFrom(table).select('minute').execute();
         assert.deepEqual(
           left.map((row) => row.minute),
           [minutes[1]],
@@ -101,7 +101,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('two serve processes on one schedule post one stuck alert per tick between them', async () => {
-      await seedEvents(inbox.store.db, [{ event_id: 'evt_stuck_once', created_at: minutesAgo(600), status: 'failed', attempts: 10, last_error: 'down' }]);
+      await seedEvents(inbox.database, [{ event_id: 'evt_stuck_once', created_at: minutesAgo(600), status: 'failed', attempts: 10, last_error: 'down' }]);
       const sink = await startSink();
       const env = { STUCK_CHECK_CRON: '* * * * * *', ALERT_WEBHOOK_URL: sink.url };
       const services = await Promise.all([Harness.start(db.url, env), Harness.start(db.url, env)]);
@@ -115,7 +115,7 @@ for (const backend of STORE_BACKENDS) {
       // Both processes wake every second; without the claim each tick would be posted twice.
       const ticks = Math.ceil((Date.now() - started) / 1000) + 1;
       assert.ok(sink.bodies.length <= ticks, `${sink.bodies.length} alerts over ${ticks} ticks`);
-      const claimed = await inbox.store.db.selectFrom('scheduled_runs').select(['job', 'owner']).where('job', '=', 'stuck check').execute();
+      const claimed = await inbox.database.selectFrom('scheduled_runs').select(['job', 'owner']).where('job', '=', 'stuck check').execute();
       assert.equal(claimed.length, 1);
     });
   });

@@ -82,7 +82,7 @@ await describeEachService('no signature or secret reaches an output', ADMIN_ENV,
     const { created_at: receivedAt } = await suite.service.db.selectFrom('webhook_events').select('created_at').where('event_id', '=', 'evt_shown').executeTakeFirstOrThrow();
     const dir = await mkdtemp(join(tmpdir(), 'wi-secrets-'));
     try {
-      assert.equal((await new Archiver(suite.service.db, suite.service.clock).runOnce({ dir, olderThanMs: 0 })).archived, 3);
+      assert.equal((await new Archiver(suite.service.inbox).runOnce({ dir, olderThanMs: 0 })).archived, 3);
       const search = await cli(['archive', 'search', '--from', dir, '--day', receivedAt.slice(0, 10), '--json'], {});
       assert.equal(search.code, 0, search.output);
       assert.equal((JSON.parse(search.output) as unknown[]).length, 3);

@@ -33,8 +33,8 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('nothing stuck: an empty report, and exit code 0', async () => {
-      await seedEvents(inbox.store.db, [{ event_id: 'evt_fine', created_at: minutesAgo(600) }]);
-      assert.equal((await findStuck(inbox.store.db, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: THIRTY_MINUTES })).total, 0);
+      await seedEvents(inbox.database, [{ event_id: 'evt_fine', created_at: minutesAgo(600) }]);
+      assert.equal((await findStuck(inbox.database, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: THIRTY_MINUTES })).total, 0);
       if (backend === 'sqlite') return; // The command's wiring is the same over both stores.
       const result = await cli(['stuck'], env);
       assert.equal(result.code, 0, result.output);
@@ -42,14 +42,14 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('finds each kind, and only those', async () => {
-      await seedEvents(inbox.store.db, [
+      await seedEvents(inbox.database, [
         { event_id: 'evt_lease_expired', status: 'processing', lease_owner: 'dead-worker', lease_token: 't1', lease_expires_at: minutesAgo(1), created_at: minutesAgo(5) },
         { event_id: 'evt_lease_live', status: 'processing', lease_owner: 'busy-worker', lease_token: 't2', lease_expires_at: minutesAgo(-1), created_at: minutesAgo(5) },
         { event_id: 'evt_failed', status: 'failed', attempts: 10, last_error: 'Error: fulfilment backend down', next_attempt_at: null, created_at: minutesAgo(90) },
         { event_id: 'evt_old_received', status: 'received', attempts: 0, next_attempt_at: minutesAgo(120), created_at: minutesAgo(120) },
         { event_id: 'evt_new_received', status: 'received', attempts: 0, next_attempt_at: minutesAgo(1), created_at: minutesAgo(1) },
       ]);
-      const report = await findStuck(inbox.store.db, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: THIRTY_MINUTES });
+      const report = await findStuck(inbox.database, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: THIRTY_MINUTES });
       assert.deepEqual(report.counts, { expired_lease: 1, failed: 1, old_received: 1 });
       const byKind = Object.fromEntries(report.events.map((e) => [e.kind, e]));
       assert.equal(byKind.expired_lease?.eventId, 'evt_lease_expired');
@@ -59,7 +59,7 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(byKind.failed?.lastError, 'Error: fulfilment backend down');
       assert.equal(byKind.old_received?.eventId, 'evt_old_received');
 
-      const longer = await findStuck(inbox.store.db, inbox.clock, { olderThanMs: 3 * 60 * 60_000, outboxOlderThanMs: THIRTY_MINUTES });
+      const longer = await findStuck(inbox.database, inbox.clock, { olderThanMs: 3 * 60 * 60_000, outboxOlderThanMs: THIRTY_MINUTES });
       assert.deepEqual(longer.counts, { expired_lease: 1, failed: 1, old_received: 0 }, 'the threshold applies to received events');
     });
 
@@ -128,7 +128,7 @@ for (const backend of STORE_BACKENDS) {
         next_attempt_at: extra.next_attempt_at ?? null,
         created_at: minutesAgo(createdMinutesAgo),
       });
-      await inbox.store.db
+      await inbox.database
         .insertInto('outbox')
         .values([
           row('fulfilment:stripe:pi_unfulfilled', 'failed', 120, { attempts: 10, last_error: 'HTTP 500: fulfilment backend down' }),
@@ -146,7 +146,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('failed rows, and rows pending longer than the outbox threshold; not fresh, sent or skipped ones', async () => {
-      const report = await findStuck(inbox.store.db, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: ONE_HOUR });
+      const report = await findStuck(inbox.database, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: ONE_HOUR });
       assert.deepEqual(report.outboxCounts, { failed: 1, overdue: 1 });
       assert.equal(report.total, 2);
       assert.deepEqual(
@@ -157,7 +157,7 @@ for (const backend of STORE_BACKENDS) {
         ],
       );
       assert.equal(summarizeStuck(report), '2 stuck outbox rows: 1 failed, 1 pending for over 1h');
-      const patient = await findStuck(inbox.store.db, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: 3 * ONE_HOUR });
+      const patient = await findStuck(inbox.database, inbox.clock, { olderThanMs: THIRTY_MINUTES, outboxOlderThanMs: 3 * ONE_HOUR });
       assert.deepEqual(patient.outboxCounts, { failed: 1, overdue: 0 }, 'the threshold applies to pending rows; a failed one always counts');
     });
 

@@ -8,7 +8,7 @@ import { composeDomains } from '../../../src/extension/compose-domains.js';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { openStore } from '../../../src/store/open-store.js';
 import { toDbTime, type OutboxStatus } from '../../../src/db/schema.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { cli } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { testConfig } from '../../support/harness.js';
@@ -39,7 +39,7 @@ for (const backend of STORE_BACKENDS) {
   const database = databases[backend];
   describe(`webhook-inbox outbox (${backend})`, { skip: 'skip' in database && database.skip }, () => {
     let db: TestDatabase;
-    let store: InboxStore;
+    let store: KyselyInboxStore;
     let outbox: OutboxStore;
     const ids: Record<string, number> = {};
     const run = (...args: string[]) => outboxCommand(db.url, ...args);

@@ -6,7 +6,7 @@ import { coursePlatformSettings } from '../../../src/course-platform/settings.js
 import { createOutboxDispatcher } from '../../../src/outbox/open-outbox.js';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { openStore } from '../../../src/store/open-store.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { exitOf, runCli, type CliProcess } from '../../support/cli.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { startHttpDownstream, startSmtpServer, type HttpDownstream, type SmtpDownstream } from '../../support/downstream.js';
@@ -28,7 +28,7 @@ for (const backend of STORE_BACKENDS) {
     let db: TestDatabase;
     let smtp: SmtpDownstream;
     let fulfilment: HttpDownstream;
-    let store: InboxStore;
+    let store: KyselyInboxStore;
     let child: CliProcess | undefined;
     const clock = new TestClock();
     const env = () => ({

@@ -5,7 +5,7 @@ import { OutboxDispatcher } from '../../../src/outbox/dispatcher.js';
 import { OutboxStore, type OutboxMessage } from '../../../src/outbox/outbox-store.js';
 import type { OutboxTransport } from '../../../src/outbox/transport.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { waitFor } from '../../support/harness.js';
 import { watchingQueries } from '../../support/query-watch.js';
 import { describeEachStore } from '../../support/store-suite.js';
@@ -14,7 +14,7 @@ import { describeEachStore } from '../../support/store-suite.js';
 const LEASE_MS = 30_000;
 
 await describeEachStore('outbox dispatcher', (suite) => {
-  let store: InboxStore;
+  let store: KyselyInboxStore;
   before(() => ({ store } = suite));
 
   async function addRows(prefix: string, count: number): Promise<number[]> {

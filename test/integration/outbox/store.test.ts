@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { before, test } from 'node:test';
 import { OutboxStore } from '../../../src/outbox/outbox-store.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { watchingQueries } from '../../support/query-watch.js';
 
@@ -10,7 +10,7 @@ import { watchingQueries } from '../../support/query-watch.js';
 const LEASE_MS = 30_000;
 
 await describeEachStore('outbox store', (suite) => {
-  let store: InboxStore;
+  let store: KyselyInboxStore;
   let outbox: OutboxStore;
   const { clock } = suite;
   before(() => {

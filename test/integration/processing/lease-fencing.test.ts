@@ -103,7 +103,7 @@ for (const backend of STORE_BACKENDS) {
         assert.equal(state?.status, 'processed');
         assert.equal(state?.leaseOwner, 'worker-b');
         assert.equal(state?.attempts, 2);
-        assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+        assert.deepEqual(await paymentEffects(inbox.database, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
       });
     }
 
@@ -118,12 +118,12 @@ for (const backend of STORE_BACKENDS) {
       clock.advance(LEASE_MS + 500);
       current.gate.open();
       assert.deepEqual(await workerA, { result: 'lease_lost' });
-      assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 0, orders: 0, enrollments: 0, receipts: 0 }, 'the expired worker rolled back');
+      assert.deepEqual(await paymentEffects(inbox.database, `pi_${name}`), { payments: 0, orders: 0, enrollments: 0, receipts: 0 }, 'the expired worker rolled back');
       assert.equal((await inbox.store.eventState(id))?.status, 'processing');
       assert.ok((await inbox.store.dueEventIds(100)).includes(id), 'an expired lease makes the event due for the sweeper');
 
       assert.equal((await workerB().process(id)).result, 'processed');
-      assert.deepEqual(await paymentEffects(inbox.store.db, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
+      assert.deepEqual(await paymentEffects(inbox.database, `pi_${name}`), { payments: 1, orders: 1, enrollments: 1, receipts: 1 });
     });
 
     test('a live lease cannot be claimed by another worker', async () => {

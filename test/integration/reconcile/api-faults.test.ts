@@ -106,16 +106,16 @@ for (const backend of STORE_BACKENDS) {
 
     test('one run at a time: a live lock refuses a second run; an expired one (its holder died) is taken over', async () => {
       const later = toDbTime(new Date(Date.now() + 60_000));
-      await inbox.store.db.insertInto('operation_locks').values({ name: 'reconcile', owner: 'other-host:123', expires_at: later }).execute();
+      await inbox.database.insertInto('operation_locks').values({ name: 'reconcile', owner: 'other-host:123', expires_at: later }).execute();
       await assert.rejects(run({}, false), /another reconcile run holds the lock \(other-host:123/);
-      await inbox.store.db
+      await inbox.database
         .updateTable('operation_locks')
         .set({ expires_at: toDbTime(new Date(Date.now() - 1000)) })
         .execute();
       const report = await run({}, false);
       assert.equal(only(report).status, 'finished');
       assert.equal(only(report).recorded, 2);
-      assert.equal((await inbox.store.db.selectFrom('operation_locks').select('id').execute()).length, 0, 'released after the run');
+      assert.equal((await inbox.database.selectFrom('operation_locks').select('id').execute()).length, 0, 'released after the run');
     });
 
     test('a Stripe event_generation_failure.resolved event: an alert, and Stripe reconciled over the window before it, once', async () => {
@@ -123,7 +123,7 @@ for (const backend of STORE_BACKENDS) {
       const sink = await startSink();
       try {
         const resolved = new Date();
-        await seedEvents(inbox.store.db, [
+        await seedEvents(inbox.database, [
           {
             event_id: 'evt_health_1',
             event_type: STRIPE_EVENT_GENERATION_RESOLVED,
@@ -133,7 +133,7 @@ for (const backend of STORE_BACKENDS) {
         const operations = testConfig(db.url, { ...apis.env(), ALERT_WEBHOOK_URL: sink.url }).operations;
         assert.equal(await handleStripeHealthEvents(operations, inbox), 1);
         assert.match((sink.bodies[0] as { text: string }).text, /Stripe reports it could not generate events for a while \(evt_health_1\)/);
-        const run = await new ReconcileRuns(inbox.store.db, inbox.clock).byKey('stripe-health:evt_health_1');
+        const run = await new ReconcileRuns(inbox.database, inbox.clock).byKey('stripe-health:evt_health_1');
         assert.equal(run?.status, 'finished');
         assert.equal(run?.windowEnd.getTime(), resolved.getTime());
         assert.equal(run?.recorded, 1, 'the one event of the window not held yet');

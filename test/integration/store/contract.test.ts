@@ -9,7 +9,7 @@ import { LeaseLostError } from '../../../src/errors.js';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
 import { EVENT_ATTEMPT_ERROR_MAX, TransactionBatch } from '../../../src/store/complete.js';
 import { toDbTime } from '../../../src/db/schema.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { describeEachStore } from '../../support/store-suite.js';
 import { paymentEffects, testConfig } from '../../support/harness.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
@@ -37,7 +37,7 @@ function paymentEvent(paymentId: string, state: PaymentState, details: Partial<P
 }
 
 await describeEachStore('store contract', { domains: [coursePlatform] }, (suite) => {
-  let store: InboxStore;
+  let store: KyselyInboxStore;
   const { clock } = suite;
   before(() => {
     ({ store } = suite);

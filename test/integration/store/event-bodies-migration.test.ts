@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import { openStore } from '../../../src/store/open-store.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { TestClock } from '../../support/harness.js';
 import { BACKENDS, looseDb, migrateTo } from '../../support/older-schema.js';
@@ -25,7 +25,7 @@ function payloadOf(i: number): string {
 for (const backend of STORE_BACKENDS) {
   const database = databases[backend];
   describe(`migration 0024: event bodies moved to their own rows (${backend})`, { skip: 'skip' in database && database.skip }, () => {
-    let store: InboxStore;
+    let store: KyselyInboxStore;
     let applied: string[];
 
     before(async () => {

@@ -24,6 +24,7 @@ import { RECORD_EVENT_PROCEDURE } from '../../../src/db/mysql/record-event-proce
 import { RECORD_EVENTS_PROCEDURE } from '../../../src/db/mysql/record-events-procedure-v1.js';
 import { selectEventRows } from '../../../src/db/event-rows.js';
 import type { CompletionBatch, InboxStore, Lease, RecordResult } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { customOutcome, outcomeText } from '../../../src/model/outcome.js';
 import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { describeEachStore } from '../../support/store-suite.js';
@@ -42,7 +43,7 @@ function verified(eventId: string): VerifiedEvent {
 
 await describeEachStore('group commit', { domains: [coursePlatform] }, (suite) => {
   let db: TestDatabase;
-  let store: InboxStore;
+  let store: KyselyInboxStore;
   const { clock } = suite;
   before(() => {
     ({ database: db, store } = suite);

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, test } from 'node:test';
 import type { VerifiedEvent } from '../../../src/model/delivery.js';
 import { openStore } from '../../../src/store/open-store.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { customOutcome } from '../../../src/model/outcome.js';
 import { describeEachStore } from '../../support/store-suite.js';
 
@@ -26,9 +26,9 @@ function gate(): { opened: Promise<void>; open: () => void } {
 }
 
 await describeEachStore('payment locks', (suite) => {
-  let store: InboxStore;
+  let store: KyselyInboxStore;
   /** A second store on the same database: a second process, as far as the database can tell. */
-  let other: InboxStore;
+  let other: KyselyInboxStore;
   const record = async (eventId: string, paymentId: string | null) => (await store.record(verified(eventId), paymentId)).id;
   before(() => {
     ({ store } = suite);

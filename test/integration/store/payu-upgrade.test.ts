@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { coursePlatformMigrations } from '../../../src/course-platform/migrations.js';
 import { rekeyPayuByTransaction } from '../../../src/db/migrations/0006_payu_transaction_keys.js';
 import { openStore } from '../../../src/store/open-store.js';
-import type { InboxStore } from '../../../src/store/inbox-store.js';
+import type { KyselyInboxStore } from '../../../src/store/kysely-store.js';
 import { createTestDatabases, STORE_BACKENDS, type TestDatabase } from '../../support/database.js';
 import { PROVIDERS_DIR } from '../../support/fixtures.js';
 import { Harness, TestClock } from '../../support/harness.js';
@@ -41,7 +41,7 @@ function callback(txnid: string, user: string, mihpayid: string, status: string,
 for (const backend of STORE_BACKENDS) {
   const database = databases[backend];
   describe(`PayU keys of an installation upgraded from mihpayid to txnid (${backend})`, { skip: 'skip' in database && database.skip }, () => {
-    let store: InboxStore;
+    let store: KyselyInboxStore;
     let applied: string[];
     let secondRunChanged: boolean;
     const everything = () => Promise.all(TABLES.map((table) => looseDb(store).selectFrom(table).selectAll().orderBy('id').execute()));
