@@ -16,15 +16,25 @@ import { headerValue } from '../../providers/headers.js';
 import { csrfOf, SESSION_COOKIE } from './session.js';
 import { actorOf, BULK_JOBS_SHOWN, bodyOf, bulkFilterOf, flag, OUTBOX_STATUSES, reconcileRunPage } from './api-routes.js';
 import { reasonOf } from '../../admin/actions.js';
-import * as pages from './pages.js';
+import { auditPage } from './audit-page.js';
+import { bulkConfirmPage, bulkJobPage } from './bulk-replay-pages.js';
+import { errorPage } from './error-page.js';
+import { eventPage, eventsPage } from './event-pages.js';
+import { outboxPage } from './outbox-page.js';
+import { overviewPage } from './overview-page.js';
+import type { PageContext } from './page-context.js';
 import { paymentPage, paymentsPage } from './payment-pages.js';
+import { problemsPage } from './problems-page.js';
+import { reconcilePage } from './reconcile-page.js';
+import { rejectionsPage } from './rejections-page.js';
+import { signInPage } from './sign-in-page.js';
 
 const HTML = 'text/html; charset=utf-8';
 
 /** The server-rendered screens: forms post here, and every answer is a page (or a redirect to one). */
 export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret: string }> = async (app, { dashboard, secret }) => {
   const { db, clock, access, actions, audit, outbox, sessions } = dashboard;
-  const context = (request: FastifyRequest): pages.PageContext => ({
+  const context = (request: FastifyRequest): PageContext => ({
     actor: actorOf(request),
     csrf: csrfOf(request, actorOf(request), secret),
     outboxKinds: dashboard.inbox.domains.outboxKinds,
@@ -35,25 +45,25 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     const status = error.statusCode ?? 500;
     if (status >= 500) request.log.error({ err: error }, 'admin page failed');
     const message = status >= 500 ? 'internal error (logged)' : error.message;
-    return send(reply, pages.errorPage(request.adminActor ? context(request) : null, status, message), status);
+    return send(reply, errorPage(request.adminActor ? context(request) : null, status, message), status);
   });
 
-  app.get('/admin/sign-in', async (_request, reply) => send(reply, pages.signInPage(null)));
+  app.get('/admin/sign-in', async (_request, reply) => send(reply, signInPage(null)));
 
   app.post('/admin/sign-in', async (request, reply) => {
     const origin = headerValue(request.headers, 'origin');
     if (origin !== undefined && origin !== 'null' && origin !== `${request.protocol}://${request.host}`) {
       request.log.warn({ clientAddress: request.ip, via: 'form', reason: 'foreign_origin' }, 'admin sign-in refused');
-      return send(reply, pages.signInPage('Refused: sign in from this dashboard.'), 403);
+      return send(reply, signInPage('Refused: sign in from this dashboard.'), 403);
     }
     const token = bodyOf(request).token;
     const { actor, retryAfterSeconds } = await dashboard.signIn.attempt(typeof token === 'string' ? token.trim() : '', { address: request.ip, via: 'form', log: request.log });
     if (retryAfterSeconds !== undefined) {
       const minutes = Math.ceil(retryAfterSeconds / 60);
       void reply.header('retry-after', String(retryAfterSeconds));
-      return send(reply, pages.signInPage(`Too many refused tokens from your address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429);
+      return send(reply, signInPage(`Too many refused tokens from your address: try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`), 429);
     }
-    if (!actor) return send(reply, pages.signInPage('That token is not one of ADMIN_TOKENS.'), 401);
+    if (!actor) return send(reply, signInPage('That token is not one of ADMIN_TOKENS.'), 401);
     void reply.setCookie(SESSION_COOKIE, await sessions.start(actor.name), {
       signed: true,
       httpOnly: true,
@@ -73,20 +83,20 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.get('/admin', async (request, reply) => {
     const period = oneOf(request.query as Query, 'period', ['hour', 'day'] as const) ?? 'hour';
-    return send(reply, pages.overviewPage(context(request), await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, period)));
+    return send(reply, overviewPage(context(request), await overview(db, dashboard.inbox.store, () => outbox.countByStatus(), clock, period)));
   });
 
   app.get('/admin/events', async (request, reply) => {
     const query = request.query as Record<string, string>;
     const filter = parseEventFilter(query, clock.now());
     const { cursor: _cursor, ...shown } = query;
-    return send(reply, pages.eventsPage(context(request), shown, filter, await listEvents(db, filter)));
+    return send(reply, eventsPage(context(request), shown, filter, await listEvents(db, filter)));
   });
 
-  const showEvent = async (request: FastifyRequest, reply: FastifyReply, id: number, dryRun: Parameters<typeof pages.eventPage>[2], message: string | null) => {
+  const showEvent = async (request: FastifyRequest, reply: FastifyReply, id: number, dryRun: Parameters<typeof eventPage>[2], message: string | null) => {
     const view = await eventView(db, clock, dashboard.inbox.domains, id, await audit.recent(50, `event ${id}`));
-    if (!view) return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
-    return send(reply, pages.eventPage(context(request), view, dryRun, message));
+    if (!view) return send(reply, errorPage(context(request), 404, `No event with id ${id}.`), 404);
+    return send(reply, eventPage(context(request), view, dryRun, message));
   };
 
   app.get('/admin/events/:id', async (request, reply) => {
@@ -100,7 +110,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     const dryRun = flag(body.dryRun, 'dryRun');
     authorize(actorOf(request), dryRun ? 'replay_dry_run' : 'replay');
     if (!(await db.selectFrom('webhook_events').select('id').where('id', '=', id).executeTakeFirst()))
-      return send(reply, pages.errorPage(context(request), 404, `No event with id ${id}.`), 404);
+      return send(reply, errorPage(context(request), 404, `No event with id ${id}.`), 404);
     if (dryRun) return showEvent(request, reply, id, await actions.replay(actorOf(request), id, true, undefined), null);
     const item = await actions.replay(actorOf(request), id, false, reasonOf(body.reason));
     const message = `Replayed: ${item.result}${item.detail ? ` (${item.detail})` : ''}`;
@@ -120,13 +130,13 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
       const detail = await paymentDetail(db, clock, dashboard.inbox.domains, oneOf(params, 'provider', PROVIDER_NAMES)!, text(params, 'paymentId')!);
       return send(reply, paymentPage(context(request), paymentDetailView(detail)));
     } catch (error) {
-      if (error instanceof OperationError) return send(reply, pages.errorPage(context(request), 404, error.message), 404);
+      if (error instanceof OperationError) return send(reply, errorPage(context(request), 404, error.message), 404);
       throw error;
     }
   });
 
   app.get('/admin/problems', async (request, reply) =>
-    send(reply, pages.problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds), await actions.bulkJobs.recent(BULK_JOBS_SHOWN))),
+    send(reply, problemsPage(context(request), await findStuck(db, clock, dashboard.stuckThresholds), await actions.bulkJobs.recent(BULK_JOBS_SHOWN))),
   );
 
   const bulkFields = (body: Query) => Object.fromEntries(['status', 'provider', 'type', 'from', 'to'].map((name) => [name, typeof body[name] === 'string' ? body[name] : '']));
@@ -135,7 +145,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
     authorize(actorOf(request), 'bulk_replay_count');
     const fields = bulkFields(bodyOf(request));
     const ids = await actions.bulkIds(bulkFilterOf(fields, clock.now()));
-    return send(reply, pages.bulkConfirmPage(context(request), fields, ids.length));
+    return send(reply, bulkConfirmPage(context(request), fields, ids.length));
   });
 
   app.post('/admin/bulk-replay', async (request, reply) => {
@@ -148,7 +158,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
 
   app.get('/admin/bulk-replay/:id', async (request, reply) => {
     const job = await actions.job((request.params as { id: string }).id);
-    return job ? send(reply, pages.bulkJobPage(context(request), job)) : send(reply, pages.errorPage(context(request), 404, 'No such bulk replay.'), 404);
+    return job ? send(reply, bulkJobPage(context(request), job)) : send(reply, errorPage(context(request), 404, 'No such bulk replay.'), 404);
   });
 
   app.post('/admin/bulk-replay/:id/cancel', async (request, reply) => {
@@ -161,7 +171,7 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   app.get('/admin/outbox', async (request, reply) => {
     const query = request.query as Query;
     const status = oneOf(query, 'status', OUTBOX_STATUSES);
-    return send(reply, pages.outboxPage(context(request), status, await outbox.list({ status, limit: 100 }), text(query, 'message') ?? null));
+    return send(reply, outboxPage(context(request), status, await outbox.list({ status, limit: 100 }), text(query, 'message') ?? null));
   });
 
   app.post('/admin/outbox/:id/retry', async (request, reply) => {
@@ -173,15 +183,15 @@ export const pageRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard; secret:
   });
 
   app.get('/admin/rejections', async (request, reply) => {
-    return send(reply, pages.rejectionsPage(context(request), await recentRejections(db, 200)));
+    return send(reply, rejectionsPage(context(request), await recentRejections(db, 200)));
   });
 
   app.get('/admin/reconcile', async (request, reply) => {
     const query = request.query as Query;
     const page = await reconcileRunPage(dashboard, query);
     const next = page.nextCursor ? `/admin/reconcile?${new URLSearchParams({ ...(page.provider ? { provider: page.provider } : {}), cursor: page.nextCursor }).toString()}` : null;
-    return send(reply, pages.reconcilePage(context(request), page.runs, page.provider, next));
+    return send(reply, reconcilePage(context(request), page.runs, page.provider, next));
   });
 
-  app.get('/admin/audit', async (request, reply) => send(reply, pages.auditPage(context(request), await audit.recent(200))));
+  app.get('/admin/audit', async (request, reply) => send(reply, auditPage(context(request), await audit.recent(200))));
 };
