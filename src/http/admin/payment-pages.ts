@@ -4,7 +4,11 @@ import type { PaymentSection, SectionField } from '../../extension/domain-hooks.
 import { PROVIDER_NAMES } from '../../model/delivery.js';
 import { PAYMENT_STATE_ORDER, type PaymentMetadata } from '../../model/payment-event.js';
 import { html, path, table, type Column, type SafeHtml } from './html.js';
-import { document, eventsTable, facts, option, outboxTable, statusCell, time, type PageContext } from './pages.js';
+import { eventsTable } from './event-pages.js';
+import { outboxTable } from './outbox-page.js';
+import type { PageContext } from './page-context.js';
+import { document } from './page-layout.js';
+import { facts, option, statusCell, time } from './page-parts.js';
 
 /** An amount as stored, in the currency's smallest unit (the labels say so). */
 const amountText = ({ amount, currency }: { amount: number | null; currency: string | null }) => (amount === null ? '' : `${amount} ${currency ?? ''}`.trim());

@@ -6,7 +6,11 @@ import { coursePlatform } from '../../../src/course-platform/course-platform.js'
 import { FORWARD_KIND, forwarding } from '../../../src/forwarding/forwarding.js';
 import type { StuckKind, StuckReport } from '../../../src/ops/stuck.js';
 import type { OutboxEntry } from '../../../src/outbox/outbox-store.js';
-import { auditTable, bulkConfirmPage, bulkJobPage, outboxTable, problemsPage, type PageContext } from '../../../src/http/admin/pages.js';
+import { auditTable } from '../../../src/http/admin/audit-page.js';
+import { bulkConfirmPage, bulkJobPage } from '../../../src/http/admin/bulk-replay-pages.js';
+import { outboxTable } from '../../../src/http/admin/outbox-page.js';
+import type { PageContext } from '../../../src/http/admin/page-context.js';
+import { problemsPage } from '../../../src/http/admin/problems-page.js';
 import { inWords } from '../../../src/http/admin/words.js';
 import { codesShown } from '../../support/page-words.js';
 
