@@ -7,7 +7,7 @@ const LAYERS = [
   ['src/errors.ts', 'src/clock.ts', 'src/supported-node.ts', 'src/model/'], // what everything shares: errors, time, the Node version check, the shapes the pipeline carries
   ['src/config/'], // settings, read and validated from the environment
   ['src/db/'], // what every table shares: schema, migrations, backends, group commit, leases
-  ['src/store/'], // the inbox's own operations: record, claim, complete, payment leases
+  ['src/store/'], // the inbox's own operations, the one writer of event state: record, claim, complete, payment leases, a replay's reset, archive and restore; filters as SQL
   ['src/providers/'], // verify and read each provider's deliveries
   ['src/domain/'], // payments: forward-only states, the handlers' contract
   ['src/observability/', 'src/queue/'], // metrics, logs, readiness; how ids reach the workers
@@ -16,7 +16,7 @@ const LAYERS = [
   ['src/extension/'], // what a business domain brings: settings, tables, handlers, transports, what the screens show of it
   ['src/inbox.ts'], // the pipeline: verify, record, acknowledge, process
   ['src/ops/'], // operator jobs: replay, stuck, archive, simulator
-  ['src/admin/'], // the operator dashboard's logic: access, event list, audited actions, overview figures
+  ['src/admin/'], // the operator dashboard's logic: access, what its screens read, audited actions, overview figures
   ['src/http/'], // fastify routes
   ['src/course-platform/', 'src/forwarding/'], // the domains that ship: the reference business, forwarding to your own service
   ['src/app.ts', 'src/service/'], // the composition root, and the service: its parts started and stopped in one order, its listeners, the workers' thread, the domains it runs
