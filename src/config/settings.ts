@@ -109,7 +109,8 @@ export interface OperationsSettings {
   alerts: ProviderAlertSettings;
   /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
   stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
-  archive: { cron: string | null; dir: string | null; olderThanMs: number };
+  /** `to`: where archives go, ARCHIVE_TO (or ARCHIVE_DIR): a directory or s3://bucket/prefix (see archive-location.ts). */
+  archive: { cron: string | null; to: string | null; olderThanMs: number };
 }
 
 /**

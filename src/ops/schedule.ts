@@ -7,6 +7,7 @@ import { deleteStatisticsBefore } from '../observability/delivery-stats.js';
 import { postAlert, providerAlertBody, sendStuckAlert } from './alert.js';
 import { providerAlertCheck } from './provider-alerts.js';
 import { Archiver } from './archive/archiver.js';
+import { openArchiveStorage } from './archive/open-storage.js';
 import type { Inbox } from '../inbox.js';
 import { runScheduledReconcile } from './reconcile/alerting.js';
 import { handleStripeHealthEvents } from './reconcile/stripe-health.js';
@@ -76,11 +77,11 @@ export function scheduleOperations(settings: OperationsSettings, { inbox, jobs: 
   schedule('stuck check', settings.stuckCheck.cron, () => runStuckCheck(settings, inbox, 'scheduled check'));
   for (const job of ownJobs) schedule(job.name, job.cron, job.run);
   const { archive } = settings;
-  if (archive.dir !== null) {
-    const dir = archive.dir;
+  if (archive.to !== null) {
+    const storage = openArchiveStorage(archive.to);
     schedule('archive', archive.cron, async () => {
-      const report = await new Archiver(inbox).runOnce({ dir, olderThanMs: archive.olderThanMs });
-      logger.info({ dir, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
+      const report = await new Archiver(inbox).runOnce({ storage, olderThanMs: archive.olderThanMs });
+      logger.info({ to: storage.location, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
     });
   }
 

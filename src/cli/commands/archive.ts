@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { Archiver } from '../../ops/archive/archiver.js';
+import { openArchiveStorage } from '../../ops/archive/open-storage.js';
 import type { ArchivedEvent } from '../../ops/archive/files.js';
 import { describeQuery, restoreFromArchive, searchArchive, type ArchiveQuery } from '../../ops/archive/restore.js';
 import { shownOutcome } from '../../model/outcome.js';
@@ -20,7 +21,7 @@ interface QueryFlags {
 /** --event / --payment / --day: exactly one. */
 function queryOptions(command: Command): Command {
   return command
-    .requiredOption('--from <dir>', 'the archive directory (holds manifest.json)')
+    .requiredOption('--from <location>', 'the archive: its directory or s3://bucket/prefix (where manifest.json is)')
     .addOption(new Option('--event <id>', 'one event: provider event id or row id').conflicts(['payment', 'day']))
     .addOption(new Option('--payment <id>', "every event of one payment (the provider's payment id)").conflicts(['day']))
     .option('--day <date>', 'every event received that day (UTC), e.g. 2024-05-01')
@@ -42,7 +43,7 @@ export function registerArchiveCommands(program: Command): void {
     .command('archive')
     .description('move processed events older than a cutoff into gzip JSON Lines files per day, with a verified manifest')
     .option('--older-than <duration>', 'archive events received longer ago than this (default ARCHIVE_OLDER_THAN, 90d)', durationOption)
-    .option('--to <dir>', 'archive directory (default ARCHIVE_DIR)')
+    .option('--to <location>', 'archive directory or s3://bucket/prefix (default ARCHIVE_TO)')
     .option('--events-per-file <n>', 'at most this many events per file', positiveIntegerOption, 2000)
     .option('--batch-size <n>', 'rows verified and deleted per statement', positiveIntegerOption, 500)
     .option('--json', 'print JSON')
@@ -50,12 +51,13 @@ export function registerArchiveCommands(program: Command): void {
     .enablePositionalOptions()
     .action(async (flags: { olderThan?: number; to?: string; eventsPerFile: number; batchSize: number; json?: boolean }) => {
       const config = configOrExit().config;
-      const dir = flags.to ?? config.operations.archive.dir;
-      if (!dir) throw new OperationError('say where the archive goes: --to <dir> (or set ARCHIVE_DIR)', 'bad_argument');
+      const to = flags.to ?? config.operations.archive.to;
+      if (!to) throw new OperationError('say where the archive goes: --to <dir or s3://bucket/prefix> (or set ARCHIVE_TO)', 'bad_argument');
+      const storage = openArchiveStorage(to);
       const progress = progressBar('archiving');
       const report = await withInbox(config, 'writes', (inbox) =>
         new Archiver(inbox).runOnce({
-          dir,
+          storage,
           olderThanMs: flags.olderThan ?? config.operations.archive.olderThanMs,
           eventsPerFile: flags.eventsPerFile,
           deleteBatchSize: flags.batchSize,
@@ -81,7 +83,7 @@ export function registerArchiveCommands(program: Command): void {
     });
 
   queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
-    const matches = (await searchArchive(flags.from, archiveQuery(flags), readOnlyProviders())).reverse();
+    const matches = (await searchArchive(openArchiveStorage(flags.from), archiveQuery(flags), readOnlyProviders())).reverse();
     if (flags.json)
       return printJson(
         matches.map(({ file, event }) => ({
@@ -107,7 +109,7 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(program.command('restore').description('bring archived events back into the database (for inspection or replay)')).action(async (flags: QueryFlags) => {
     const query = archiveQuery(flags);
-    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store, flags.from, query, readOnlyProviders()));
+    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store, openArchiveStorage(flags.from), query, readOnlyProviders()));
     if (flags.json) return printJson(report);
     printTable(report.events, [
       ['id', (e) => e.id],

@@ -1,17 +1,16 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.js';
 import { toDbTime, type DbTime, type InboxDatabase } from '../../db/schema.js';
 import { selectEventRows, type EventRow } from '../../db/event-rows.js';
 import type { InboxStore } from '../../store/inbox-store.js';
 import type { Inbox } from '../../inbox.js';
-import { archiveLine, gzipAsync, readArchiveLines, sha256Hex, writeFileDurably } from './files.js';
-import { lockArchiveDir } from './lock.js';
+import { archiveLine, gzipAsync, readArchiveLines, sha256Hex } from './files.js';
+import type { ArchiveStorage } from './storage.js';
 import { loadManifest, saveManifest, type ArchivePart, type Manifest } from './manifest.js';
 
 export interface ArchiveOptions {
-  dir: string;
+  /** Where the files go (openArchiveStorage). */
+  storage: ArchiveStorage;
   /** Processed events received longer ago than this are archived. */
   olderThanMs: number;
   /** Events per file (a day with more gets several files). */
@@ -22,6 +21,7 @@ export interface ArchiveOptions {
 }
 
 export interface ArchiveReport {
+  /** The archive's location, as given. */
   dir: string;
   cutoff: string;
   /** Files finished by this run, including ones an interrupted run had written (`resumed`). */
@@ -58,11 +58,11 @@ export class Archiver {
   async runOnce(options: ArchiveOptions): Promise<ArchiveReport> {
     const started = this.clock.now();
     const cutoff = toDbTime(new Date(started.getTime() - options.olderThanMs));
-    await mkdir(options.dir, { recursive: true });
-    const unlock = await lockArchiveDir(options.dir);
+    const { storage } = options;
+    const unlock = await storage.lock();
     try {
-      const manifest = await loadManifest(options.dir, { create: true });
-      const report: ArchiveReport = { dir: options.dir, cutoff: `${cutoff} UTC`, parts: [], archived: 0, kept: 0, elapsedMs: 0 };
+      const manifest = await loadManifest(storage, { create: true });
+      const report: ArchiveReport = { dir: storage.location, cutoff: `${cutoff} UTC`, parts: [], archived: 0, kept: 0, elapsedMs: 0 };
       const total = (await this.countArchivable(cutoff)) + manifest.parts.filter((p) => p.state === 'written').reduce((n, p) => n + p.events, 0);
       const progress = (part: SettledPart & { resumed: boolean }) => {
         report.parts.push(part);
@@ -80,7 +80,7 @@ export class Archiver {
         if (rows.length === 0) break;
         const last = rows[rows.length - 1]!;
         after = { createdAt: last.created_at, id: Number(last.id) };
-        const part = await this.write(options.dir, manifest, rows);
+        const part = await this.write(storage, manifest, rows);
         progress({ ...(await this.settle(options, manifest, part)), resumed: false });
       }
       report.elapsedMs = this.clock.now().getTime() - started.getTime();
@@ -114,13 +114,13 @@ export class Archiver {
     return rows.filter((row) => row.created_at.slice(0, 10) === day);
   }
 
-  private async write(dir: string, manifest: Manifest, rows: EventRow[]): Promise<ArchivePart> {
+  private async write(storage: ArchiveStorage, manifest: Manifest, rows: EventRow[]): Promise<ArchivePart> {
     const day = rows[0]!.created_at.slice(0, 10);
     const sequence = manifest.parts.filter((p) => p.day === day).length + 1;
     const file = `${day}.${String(sequence).padStart(4, '0')}.jsonl.gz`;
     const compressed = await gzipAsync(Buffer.from(rows.map((row) => `${archiveLine(row)}\n`).join(''), 'utf8'));
     // A file left by a killed run under this name was never in the manifest: it is overwritten.
-    await writeFileDurably(join(dir, file), compressed);
+    await storage.write(file, compressed);
     const ids = rows.map((row) => Number(row.id));
     const part: ArchivePart = {
       file,
@@ -134,13 +134,13 @@ export class Archiver {
       state: 'written',
     };
     manifest.parts.push(part);
-    await saveManifest(dir, manifest);
+    await saveManifest(storage, manifest);
     return part;
   }
 
   /** Reads the file back, and for each batch of lines deletes the rows that still match them exactly. */
   private async settle(options: ArchiveOptions, manifest: Manifest, part: ArchivePart): Promise<SettledPart> {
-    const lines = await readArchiveLines(join(options.dir, part.file), part.sha256);
+    const lines = await readArchiveLines(options.storage, part);
     if (lines.length !== part.events) throw new Error(`${part.file} holds ${lines.length} events, its manifest entry says ${part.events}`);
     const batchSize = options.deleteBatchSize ?? DEFAULT_DELETE_BATCH;
     let deleted = 0;
@@ -160,7 +160,7 @@ export class Archiver {
     part.state = 'complete';
     part.kept = kept;
     part.completedAt = this.clock.now().toISOString();
-    await saveManifest(options.dir, manifest);
+    await saveManifest(options.storage, manifest);
     return { file: part.file, day: part.day, events: part.events, bytes: part.bytes, sha256: part.sha256, deleted, kept };
   }
 }

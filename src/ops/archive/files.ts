@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { open, readFile, rename } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip, gzip } from 'node:zlib';
 import type { EventRow } from '../../db/event-rows.js';
+import { OperationError } from '../errors.js';
+import type { ArchivePart } from './manifest.js';
+import type { ArchiveStorage } from './storage.js';
 
 export const gzipAsync = promisify(gzip);
 export const gunzipAsync = promisify(gunzip);
@@ -42,30 +43,13 @@ export function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Writes to a temporary name, syncs, renames, and syncs the directory: the file is whole or absent. */
-export async function writeFileDurably(path: string, data: Buffer | string): Promise<void> {
-  const temporary = `${path}.partial`;
-  const file = await open(temporary, 'w');
-  try {
-    await file.writeFile(data);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(temporary, path);
-  const directory = await open(dirname(path), 'r');
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
-  }
-}
-
-/** Reads an archive file, checks it against its recorded checksum, and returns its lines. */
-export async function readArchiveLines(path: string, expectedSha256: string): Promise<string[]> {
-  const compressed = await readFile(path);
+/** Reads an archive file, checks it against its manifest entry's checksum, and returns its lines. */
+export async function readArchiveLines(storage: ArchiveStorage, part: Pick<ArchivePart, 'file' | 'sha256'>): Promise<string[]> {
+  const compressed = await storage.read(part.file);
+  if (compressed === null) throw new OperationError(`${part.file} is in the manifest of ${storage.location} but missing there`, 'archive_damaged');
   const actual = sha256Hex(compressed);
-  if (actual !== expectedSha256) throw new Error(`${path} does not match its manifest checksum (sha256 ${actual}, expected ${expectedSha256})`);
+  if (actual !== part.sha256)
+    throw new OperationError(`${part.file} in ${storage.location} does not match its manifest checksum (sha256 ${actual}, expected ${part.sha256})`, 'archive_damaged');
   const text = (await gunzipAsync(compressed)).toString('utf8');
   return text === '' ? [] : text.replace(/\n$/, '').split('\n');
 }

@@ -1,7 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { OperationError } from '../errors.js';
-import { writeFileDurably } from './files.js';
+import type { ArchiveStorage } from './storage.js';
 
 export const MANIFEST_FILE = 'manifest.json';
 const FORMAT = 'webhook-inbox-archive/1';
@@ -31,22 +29,24 @@ export interface Manifest {
   parts: ArchivePart[];
 }
 
-export async function loadManifest(dir: string, options: { create: boolean }): Promise<Manifest> {
-  let text: string;
-  try {
-    text = await readFile(join(dir, MANIFEST_FILE), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+export async function loadManifest(storage: ArchiveStorage, options: { create: boolean }): Promise<Manifest> {
+  const bytes = await storage.read(MANIFEST_FILE);
+  if (bytes === null) {
     if (options.create) return { format: FORMAT, parts: [] };
-    throw new OperationError(`${dir} is not an archive: it has no ${MANIFEST_FILE}`, 'not_an_archive');
+    throw new OperationError(`${storage.location} is not an archive: it has no ${MANIFEST_FILE}`, 'not_an_archive');
   }
-  const manifest = JSON.parse(text) as Manifest;
-  if (manifest.format !== FORMAT || !Array.isArray(manifest.parts)) {
-    throw new OperationError(`${join(dir, MANIFEST_FILE)} is not a ${FORMAT} manifest`, 'not_an_archive');
+  let manifest: Manifest | null = null;
+  try {
+    manifest = JSON.parse(bytes.toString('utf8')) as Manifest;
+  } catch {
+    // Named below like any other manifest that is not ours.
+  }
+  if (manifest?.format !== FORMAT || !Array.isArray(manifest.parts)) {
+    throw new OperationError(`the ${MANIFEST_FILE} of ${storage.location} is not a ${FORMAT} manifest`, 'not_an_archive');
   }
   return manifest;
 }
 
-export async function saveManifest(dir: string, manifest: Manifest): Promise<void> {
-  await writeFileDurably(join(dir, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+export async function saveManifest(storage: ArchiveStorage, manifest: Manifest): Promise<void> {
+  await storage.write(MANIFEST_FILE, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8'));
 }

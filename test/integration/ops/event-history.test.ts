@@ -10,6 +10,7 @@ import { ADMIN, ADMIN_ENV } from '../../support/admin.js';
 import { cli } from '../../support/cli.js';
 import { describeEachService } from '../../support/store-suite.js';
 import { TEST_SECRETS, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
+import { openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
 
 interface ProcessingJson {
   outcome: string;
@@ -106,10 +107,15 @@ await describeEachService('every processing of an event is kept through replays,
     const before = (await detailOf(id)).processings;
     const dir = await mkdtemp(join(tmpdir(), 'wi-history-'));
     try {
-      const archived = await new Archiver(suite.service.inbox).runOnce({ dir, olderThanMs: 0 });
+      const archived = await new Archiver(suite.service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: 0 });
       assert.equal(archived.archived, 1);
       assert.equal((await api(`/admin/api/events/${id}`)).status, 404, 'gone from the database');
-      const restored = await restoreFromArchive(suite.service.inbox.store, dir, { event: 'evt_history' }, new ProviderRegistry({ stripe: null, razorpay: null, payu: null }));
+      const restored = await restoreFromArchive(
+        suite.service.inbox.store,
+        openArchiveStorage(dir),
+        { event: 'evt_history' },
+        new ProviderRegistry({ stripe: null, razorpay: null, payu: null }),
+      );
       assert.equal(restored.restored, 1);
     } finally {
       await rm(dir, { recursive: true, force: true });
