@@ -38,9 +38,10 @@ export function configOrExit({ unknownVariables = 'warned' }: { unknownVariables
 }
 
 /** The logger of `serve` and `worker`: its first lines warn of the variables that configure nothing. */
-export function serviceLogger({ config, unknown }: ConfigReading): Logger {
+export function serviceLogger({ config, unknown, notices }: ConfigReading): Logger {
   const logger = createLogger(config.logLevel);
   for (const { variable, resembles, message } of unknown) logger.warn({ variable, resembles }, message);
+  for (const notice of notices) logger.warn(notice);
   return logger;
 }
 

@@ -120,10 +120,10 @@ program
   .description('print the effective configuration as the variables that set it (environment over .env), secrets masked')
   .option('--json', 'print JSON')
   .action((options: { json?: boolean }) => {
-    const { config, variables, file, unknown } = configOrExit({ unknownVariables: 'returned' });
-    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config), warnings: unknown });
+    const { config, variables, file, unknown, notices } = configOrExit({ unknownVariables: 'returned' });
+    if (options.json) printJson({ envFile: file, variables: maskedVariables(variables), config: maskedConfig(config), warnings: unknown, notices });
     else {
-      const warnings = unknown.map(({ message }) => `# warning: ${message}`);
+      const warnings = [...unknown.map(({ message }) => message), ...notices].map((message) => `# warning: ${message}`);
       console.log([`# env file: ${file ?? 'none'} (the environment wins over it)`, ...warnings, ...variableLines(variables)].join('\n'));
     }
   });

@@ -2,8 +2,10 @@ import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env, type SettingsReader } from './environment.js';
+import { parseArchiveKeys } from './archive-keys.js';
 import { parseArchiveLocation } from './archive-location.js';
 import type {
+  ArchiveKey,
   AdminRole,
   AdminSettings,
   AdminToken,
@@ -91,6 +93,16 @@ export interface ConfigReading {
   variables: ConfigVariable[];
   /** Variables set that configure nothing but look meant to (a misspelling); refused under STRICT_CONFIG. */
   unknown: UnknownVariable[];
+  /** What the configuration leaves at risk, a sentence each, for the start log and `config` (an archive written unencrypted). */
+  notices: string[];
+}
+
+export const UNENCRYPTED_ARCHIVE = 'ARCHIVE_ENCRYPTION_KEY is not set: archive files are written unencrypted (docs/operations.md#encryption-at-rest)';
+
+/** What `config` leaves at risk that is allowed, a sentence each. */
+function noticesOf(config: Config): string[] {
+  const { archive } = config.operations;
+  return archive.to !== null && archive.keys.length === 0 ? [UNENCRYPTED_ARCHIVE] : [];
 }
 
 /** The configuration, the variables it was read from, and the unknown ones. */
@@ -174,7 +186,7 @@ export function readConfig(env: Env, { domains = [], referenced = [] }: ConfigOp
   // With other problems, a misspelling may be their cause: it is named with them.
   if (strict || problems.length > 0) problems.push(...unknown.map(({ message }) => (strict ? `${message} (STRICT_CONFIG=true refuses to start with it)` : message)));
   if (problems.length > 0) throw new ConfigError(problems);
-  return { config, variables: [...read.variables.values()], unknown };
+  return { config, variables: [...read.variables.values()], unknown, notices: noticesOf(config) };
 }
 
 function readHttp(read: EnvReader): HttpSettings {
@@ -233,6 +245,18 @@ function readArchiveTo(read: EnvReader): string | null {
   return location;
 }
 
+/** ARCHIVE_ENCRYPTION_KEY's keys, the first encrypting; empty when unset (archives are written unencrypted). */
+function readArchiveKeys(read: EnvReader): ArchiveKey[] {
+  const text = read.string('ARCHIVE_ENCRYPTION_KEY', '', 'secret');
+  if (text === '') return [];
+  try {
+    return parseArchiveKeys(text);
+  } catch (error) {
+    read.problem(`ARCHIVE_ENCRYPTION_KEY ${(error as Error).message}`);
+    return [];
+  }
+}
+
 function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsSettings {
   const archiveCron = read.cron('ARCHIVE_CRON', null);
   const archiveTo = readArchiveTo(read);
@@ -244,7 +268,7 @@ function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsS
       olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
       outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
     },
-    archive: { cron: archiveCron, to: archiveTo, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+    archive: { cron: archiveCron, to: archiveTo, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d'), keys: readArchiveKeys(read) },
     reconcile: readReconcile(read, payu),
     alerts: readProviderAlerts(read),
   };

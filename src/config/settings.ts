@@ -1,5 +1,13 @@
 /** The service's settings, as read and validated from the environment by load.ts. */
 
+/** One key of ARCHIVE_ENCRYPTION_KEY (see config/archive-keys.ts). */
+export interface ArchiveKey {
+  /** Written in each file's header and its manifest entry: which key a file needs. */
+  id: string;
+  /** The 32 bytes of the AES-256 key, base64 (kept as text: the configuration is plain data). */
+  secret: string;
+}
+
 export type ProcessingMode = 'background' | 'inline';
 
 export interface StripeSettings {
@@ -110,7 +118,13 @@ export interface OperationsSettings {
   /** olderThanMs: for received events; outboxOlderThanMs: for pending outbox rows. */
   stuckCheck: { cron: string | null; olderThanMs: number; outboxOlderThanMs: number };
   /** `to`: where archives go, ARCHIVE_TO (or ARCHIVE_DIR): a directory or s3://bucket/prefix (see archive-location.ts). */
-  archive: { cron: string | null; to: string | null; olderThanMs: number };
+  archive: {
+    cron: string | null;
+    to: string | null;
+    olderThanMs: number;
+    /** ARCHIVE_ENCRYPTION_KEY: the first encrypts new files, all decrypt; empty: files are written unencrypted. */
+    keys: ArchiveKey[];
+  };
 }
 
 /**

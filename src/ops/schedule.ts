@@ -7,7 +7,7 @@ import { deleteStatisticsBefore } from '../observability/delivery-stats.js';
 import { postAlert, providerAlertBody, sendStuckAlert } from './alert.js';
 import { providerAlertCheck } from './provider-alerts.js';
 import { Archiver } from './archive/archiver.js';
-import { openArchiveStorage } from './archive/open-storage.js';
+import { openArchive } from './archive/open-storage.js';
 import type { Inbox } from '../inbox.js';
 import { runScheduledReconcile } from './reconcile/alerting.js';
 import { handleStripeHealthEvents } from './reconcile/stripe-health.js';
@@ -78,10 +78,13 @@ export function scheduleOperations(settings: OperationsSettings, { inbox, jobs: 
   for (const job of ownJobs) schedule(job.name, job.cron, job.run);
   const { archive } = settings;
   if (archive.to !== null) {
-    const storage = openArchiveStorage(archive.to);
+    const opened = openArchive(archive.to, archive);
     schedule('archive', archive.cron, async () => {
-      const report = await new Archiver(inbox).runOnce({ storage, olderThanMs: archive.olderThanMs });
-      logger.info({ to: storage.location, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');
+      const report = await new Archiver(inbox).runOnce({ archive: opened, olderThanMs: archive.olderThanMs });
+      logger.info(
+        { to: opened.storage.location, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs },
+        'scheduled archive finished',
+      );
     });
   }
 

@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import { Archiver } from '../../ops/archive/archiver.js';
-import { openArchiveStorage } from '../../ops/archive/open-storage.js';
+import { openArchive } from '../../ops/archive/open-storage.js';
+import { rekeyArchive } from '../../ops/archive/rekey.js';
+import { UNENCRYPTED_ARCHIVE } from '../../config/load.js';
 import type { ArchivedEvent } from '../../ops/archive/files.js';
 import { describeQuery, restoreFromArchive, searchArchive, type ArchiveQuery } from '../../ops/archive/restore.js';
 import { shownOutcome } from '../../model/outcome.js';
@@ -53,11 +55,13 @@ export function registerArchiveCommands(program: Command): void {
       const config = configOrExit().config;
       const to = flags.to ?? config.operations.archive.to;
       if (!to) throw new OperationError('say where the archive goes: --to <dir or s3://bucket/prefix> (or set ARCHIVE_TO)', 'bad_argument');
-      const storage = openArchiveStorage(to);
+      const opened = openArchive(to, config.operations.archive);
+      const keyId = opened.keyring.sealingKeyId;
+      if (keyId === null && !flags.json) console.error(`webhook-inbox: warning: ${UNENCRYPTED_ARCHIVE}`);
       const progress = progressBar('archiving');
       const report = await withInbox(config, 'writes', (inbox) =>
         new Archiver(inbox).runOnce({
-          storage,
+          archive: opened,
           olderThanMs: flags.olderThan ?? config.operations.archive.olderThanMs,
           eventsPerFile: flags.eventsPerFile,
           deleteBatchSize: flags.batchSize,
@@ -65,7 +69,7 @@ export function registerArchiveCommands(program: Command): void {
         }),
       );
       progress.done();
-      if (flags.json) return printJson(report);
+      if (flags.json) return printJson({ ...report, keyId });
       if (report.parts.length > 0) {
         printTable(report.parts, [
           ['file', (p) => p.file],
@@ -82,8 +86,32 @@ export function registerArchiveCommands(program: Command): void {
       if (report.kept > 0) console.log(`${report.kept} events changed after they were written (e.g. replayed) and stay in the database`);
     });
 
+  archive
+    .command('rekey')
+    .description('seal every file of an archive under the first key of ARCHIVE_ENCRYPTION_KEY (after a rotation, or to encrypt an archive written without one)')
+    .option('--from <location>', 'the archive: its directory or s3://bucket/prefix (default ARCHIVE_TO)')
+    .option('--json', 'print JSON')
+    .action(async (flags: { from?: string; json?: boolean }) => {
+      const { config } = configOrExit();
+      const from = flags.from ?? config.operations.archive.to;
+      if (!from) throw new OperationError('say which archive: --from <dir or s3://bucket/prefix> (or set ARCHIVE_TO)', 'bad_argument');
+      const progress = progressBar('rekeying');
+      const report = await rekeyArchive(openArchive(from, config.operations.archive), progress.update);
+      progress.done();
+      if (flags.json) return printJson(report);
+      if (report.rekeyed.length > 0) {
+        printTable(report.rekeyed, [
+          ['file', (r) => r.to],
+          ['was', (r) => r.from],
+          ['key before', (r) => r.previousKeyId ?? 'none (unencrypted)'],
+          ['events', (r) => r.events],
+        ]);
+      }
+      console.log(`${report.rekeyed.length} files sealed under key id ${report.keyId}, ${report.current} already were, in ${report.location}`);
+    });
+
   queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
-    const matches = (await searchArchive(openArchiveStorage(flags.from), archiveQuery(flags), readOnlyProviders())).reverse();
+    const matches = (await searchArchive(openArchive(flags.from, configOrExit().config.operations.archive), archiveQuery(flags), readOnlyProviders())).reverse();
     if (flags.json)
       return printJson(
         matches.map(({ file, event }) => ({
@@ -109,7 +137,8 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(program.command('restore').description('bring archived events back into the database (for inspection or replay)')).action(async (flags: QueryFlags) => {
     const query = archiveQuery(flags);
-    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store, openArchiveStorage(flags.from), query, readOnlyProviders()));
+    const { config } = configOrExit();
+    const report = await withInbox(config, 'writes', (inbox) => restoreFromArchive(inbox.store, openArchive(flags.from, config.operations.archive), query, readOnlyProviders()));
     if (flags.json) return printJson(report);
     printTable(report.events, [
       ['id', (e) => e.id],

@@ -4,13 +4,12 @@ import { toDbTime, type DbTime, type InboxDatabase } from '../../db/schema.js';
 import { selectEventRows, type EventRow } from '../../db/event-rows.js';
 import type { InboxStore } from '../../store/inbox-store.js';
 import type { Inbox } from '../../inbox.js';
-import { archiveLine, gzipAsync, readArchiveLines, sha256Hex } from './files.js';
-import type { ArchiveStorage } from './storage.js';
+import { archiveLine, readArchiveLines, writeArchiveFile, type Archive } from './files.js';
 import { loadManifest, saveManifest, type ArchivePart, type Manifest } from './manifest.js';
 
 export interface ArchiveOptions {
-  /** Where the files go (openArchiveStorage). */
-  storage: ArchiveStorage;
+  /** Where the files go and the keys that seal them (openArchive). */
+  archive: Archive;
   /** Processed events received longer ago than this are archived. */
   olderThanMs: number;
   /** Events per file (a day with more gets several files). */
@@ -58,7 +57,8 @@ export class Archiver {
   async runOnce(options: ArchiveOptions): Promise<ArchiveReport> {
     const started = this.clock.now();
     const cutoff = toDbTime(new Date(started.getTime() - options.olderThanMs));
-    const { storage } = options;
+    const { archive } = options;
+    const { storage } = archive;
     const unlock = await storage.lock();
     try {
       const manifest = await loadManifest(storage, { create: true });
@@ -80,7 +80,7 @@ export class Archiver {
         if (rows.length === 0) break;
         const last = rows[rows.length - 1]!;
         after = { createdAt: last.created_at, id: Number(last.id) };
-        const part = await this.write(storage, manifest, rows);
+        const part = await this.write(archive, manifest, rows);
         progress({ ...(await this.settle(options, manifest, part)), resumed: false });
       }
       report.elapsedMs = this.clock.now().getTime() - started.getTime();
@@ -114,33 +114,31 @@ export class Archiver {
     return rows.filter((row) => row.created_at.slice(0, 10) === day);
   }
 
-  private async write(storage: ArchiveStorage, manifest: Manifest, rows: EventRow[]): Promise<ArchivePart> {
+  private async write(archive: Archive, manifest: Manifest, rows: EventRow[]): Promise<ArchivePart> {
     const day = rows[0]!.created_at.slice(0, 10);
     const sequence = manifest.parts.filter((p) => p.day === day).length + 1;
     const file = `${day}.${String(sequence).padStart(4, '0')}.jsonl.gz`;
-    const compressed = await gzipAsync(Buffer.from(rows.map((row) => `${archiveLine(row)}\n`).join(''), 'utf8'));
     // A file left by a killed run under this name was never in the manifest: it is overwritten.
-    await storage.write(file, compressed);
+    const written = await writeArchiveFile(archive, file, rows.map(archiveLine));
     const ids = rows.map((row) => Number(row.id));
     const part: ArchivePart = {
       file,
       day,
       events: rows.length,
-      bytes: compressed.length,
-      sha256: sha256Hex(compressed),
+      ...written,
       firstId: Math.min(...ids),
       lastId: Math.max(...ids),
       writtenAt: this.clock.now().toISOString(),
       state: 'written',
     };
     manifest.parts.push(part);
-    await saveManifest(storage, manifest);
+    await saveManifest(archive.storage, manifest);
     return part;
   }
 
   /** Reads the file back, and for each batch of lines deletes the rows that still match them exactly. */
   private async settle(options: ArchiveOptions, manifest: Manifest, part: ArchivePart): Promise<SettledPart> {
-    const lines = await readArchiveLines(options.storage, part);
+    const lines = await readArchiveLines(options.archive, part);
     if (lines.length !== part.events) throw new Error(`${part.file} holds ${lines.length} events, its manifest entry says ${part.events}`);
     const batchSize = options.deleteBatchSize ?? DEFAULT_DELETE_BATCH;
     let deleted = 0;
@@ -160,7 +158,7 @@ export class Archiver {
     part.state = 'complete';
     part.kept = kept;
     part.completedAt = this.clock.now().toISOString();
-    await saveManifest(options.storage, manifest);
+    await saveManifest(options.archive.storage, manifest);
     return { file: part.file, day: part.day, events: part.events, bytes: part.bytes, sha256: part.sha256, deleted, kept };
   }
 }

@@ -4,10 +4,11 @@ import { gunzip, gzip } from 'node:zlib';
 import type { EventRow } from '../../db/event-rows.js';
 import { OperationError } from '../errors.js';
 import type { ArchivePart } from './manifest.js';
+import type { ArchiveKeyring } from './encryption.js';
 import type { ArchiveStorage } from './storage.js';
 
-export const gzipAsync = promisify(gzip);
-export const gunzipAsync = promisify(gunzip);
+const gzipAsync = promisify(gzip);
+const gunzipAsync = promisify(gunzip);
 
 /**
  * One archived event per line. Every column that matters after processing, in a fixed order, so the
@@ -43,13 +44,26 @@ export function sha256Hex(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Reads an archive file, checks it against its manifest entry's checksum, and returns its lines. */
-export async function readArchiveLines(storage: ArchiveStorage, part: Pick<ArchivePart, 'file' | 'sha256'>): Promise<string[]> {
-  const compressed = await storage.read(part.file);
-  if (compressed === null) throw new OperationError(`${part.file} is in the manifest of ${storage.location} but missing there`, 'archive_damaged');
-  const actual = sha256Hex(compressed);
+/** An archive as the archiver, search, restore and rekey use it: where its files are, and the keys that seal and open them. */
+export interface Archive {
+  storage: ArchiveStorage;
+  keyring: ArchiveKeyring;
+}
+
+/** Writes `lines` as the file `name`: gzip, then sealed when a key is configured. Returns what the manifest records of it. */
+export async function writeArchiveFile(archive: Archive, name: string, lines: string[]): Promise<Pick<ArchivePart, 'bytes' | 'sha256' | 'keyId'>> {
+  const stored = archive.keyring.seal(name, await gzipAsync(Buffer.from(lines.map((line) => `${line}\n`).join(''), 'utf8')));
+  await archive.storage.write(name, stored);
+  return { bytes: stored.length, sha256: sha256Hex(stored), keyId: archive.keyring.sealingKeyId ?? undefined };
+}
+
+/** Reads an archive file, checks it against its manifest entry's checksum, opens it, and returns its lines. */
+export async function readArchiveLines({ storage, keyring }: Archive, part: Pick<ArchivePart, 'file' | 'sha256'>): Promise<string[]> {
+  const stored = await storage.read(part.file);
+  if (stored === null) throw new OperationError(`${part.file} is in the manifest of ${storage.location} but missing there`, 'archive_damaged');
+  const actual = sha256Hex(stored);
   if (actual !== part.sha256)
     throw new OperationError(`${part.file} in ${storage.location} does not match its manifest checksum (sha256 ${actual}, expected ${part.sha256})`, 'archive_damaged');
-  const text = (await gunzipAsync(compressed)).toString('utf8');
+  const text = (await gunzipAsync(keyring.open(part.file, stored, storage.location))).toString('utf8');
   return text === '' ? [] : text.replace(/\n$/, '').split('\n');
 }

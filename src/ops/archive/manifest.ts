@@ -19,6 +19,8 @@ export interface ArchivePart {
   lastId: number;
   writtenAt: string;
   state: 'written' | 'complete';
+  /** The key that sealed the file (ARCHIVE_ENCRYPTION_KEY's id); absent: written unencrypted. */
+  keyId?: string;
   /** Rows left in the database because they changed after the file was written (e.g. replayed). */
   kept?: number;
   completedAt?: string;

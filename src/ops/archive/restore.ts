@@ -2,9 +2,8 @@ import type { ProviderRegistry } from '../../providers/registry.js';
 import type { InboxStore } from '../../store/inbox-store.js';
 import { isCalendarDate } from '../../config/duration.js';
 import { OperationError } from '../errors.js';
-import { readArchiveLines, type ArchivedEvent } from './files.js';
+import { readArchiveLines, type Archive, type ArchivedEvent } from './files.js';
 import { loadManifest } from './manifest.js';
-import type { ArchiveStorage } from './storage.js';
 
 /** What to look for in an archive: one event (provider event id or row id), one payment, or one day. */
 export type ArchiveQuery = { event: string } | { payment: string } | { day: string };
@@ -27,13 +26,13 @@ export interface RestoreReport {
  * (one day's files for --day), checks each against its manifest checksum, and keeps the newest copy of
  * an event archived more than once.
  */
-export async function searchArchive(storage: ArchiveStorage, query: ArchiveQuery, providers: ProviderRegistry): Promise<ArchiveMatch[]> {
+export async function searchArchive(archive: Archive, query: ArchiveQuery, providers: ProviderRegistry): Promise<ArchiveMatch[]> {
   if ('day' in query && !isCalendarDate(query.day)) throw new OperationError(`--day must be a date like 2024-05-01 (got "${query.day}")`, 'bad_argument');
-  const manifest = await loadManifest(storage, { create: false });
+  const manifest = await loadManifest(archive.storage, { create: false });
   const parts = 'day' in query ? manifest.parts.filter((p) => p.day === query.day) : manifest.parts;
   const matches = new Map<number, ArchiveMatch>();
   for (const part of parts) {
-    for (const line of await readArchiveLines(storage, part)) {
+    for (const line of await readArchiveLines(archive, part)) {
       const event = JSON.parse(line) as ArchivedEvent;
       if (matchesQuery(event, query, providers)) matches.set(event.id, { file: part.file, event });
     }
@@ -59,14 +58,9 @@ function matchesQuery(event: ArchivedEvent, query: ArchiveQuery, providers: Prov
  * body in one transaction (InboxStore.restoreEvent), for inspection or `replay`. Their archived keys
  * stay: the row and the key both mean "duplicate" to a redelivery.
  */
-export async function restoreFromArchive(
-  store: Pick<InboxStore, 'restoreEvent'>,
-  storage: ArchiveStorage,
-  query: ArchiveQuery,
-  providers: ProviderRegistry,
-): Promise<RestoreReport> {
-  const matches = await searchArchive(storage, query, providers);
-  if (matches.length === 0) throw new OperationError(`nothing in ${storage.location} matches ${describeQuery(query)}`, 'not_found');
+export async function restoreFromArchive(store: Pick<InboxStore, 'restoreEvent'>, archive: Archive, query: ArchiveQuery, providers: ProviderRegistry): Promise<RestoreReport> {
+  const matches = await searchArchive(archive, query, providers);
+  if (matches.length === 0) throw new OperationError(`nothing in ${archive.storage.location} matches ${describeQuery(query)}`, 'not_found');
   const report: RestoreReport = { matched: matches.length, restored: 0, present: 0, events: [] };
   for (const { file, event } of matches) {
     const restored = await store.restoreEvent(event);

@@ -16,7 +16,10 @@ import { createTestDatabase, STORE_BACKENDS, type TestDatabase } from '../../sup
 import { seedEvents } from '../../support/events.js';
 import { Harness, paymentEffects, waitFor } from '../../support/harness.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
-import { openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
+import { openArchive, openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
+
+/** No ARCHIVE_ENCRYPTION_KEY: files written unencrypted. */
+const NO_KEYS = { keys: [] };
 
 const DAY_MS = 86_400_000;
 const NINETY_DAYS = 90 * DAY_MS;
@@ -42,7 +45,7 @@ async function archivedEvents(dir: string): Promise<{ byId: Map<number, Archived
   const byId = new Map<number, ArchivedEvent>();
   let lines = 0;
   for (const part of manifest.parts) {
-    for (const line of await readArchiveLines(openArchiveStorage(dir), part)) {
+    for (const line of await readArchiveLines(openArchive(dir, NO_KEYS), part)) {
       const event = JSON.parse(line) as ArchivedEvent;
       byId.set(event.id, event);
       lines++;
@@ -140,7 +143,7 @@ for (const backend of STORE_BACKENDS) {
       originals = new Map((await allRows(service)).filter((r) => r.status === 'processed' && r.created_at < cutoff).map((r) => [Number(r.id), r]));
       assert.equal(originals.size, 93);
 
-      const report = await new Archiver(service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
+      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
       assert.equal(report.archived, 93);
       assert.equal(report.kept, 0);
       console.log(
@@ -172,7 +175,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a second run archives nothing twice', async () => {
-      const report = await new Archiver(service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: NINETY_DAYS });
+      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS });
       assert.equal(report.archived, 0);
       assert.deepEqual(report.parts, []);
       assert.equal((await archivedEvents(dir)).lines, 93);
@@ -191,34 +194,34 @@ for (const backend of STORE_BACKENDS) {
 
     test('search finds by event, payment and day without restoring', async () => {
       assert.deepEqual(
-        (await searchArchive(openArchiveStorage(dir), { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, NO_KEYS), { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id),
         ['evt_archived_1'],
       );
       assert.deepEqual(
-        (await searchArchive(openArchiveStorage(dir), { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, NO_KEYS), { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id),
         ['rzp_evt_archived_1'],
       );
       assert.deepEqual(
-        (await searchArchive(openArchiveStorage(dir), { payment: 'txn_arch' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, NO_KEYS), { payment: 'txn_arch' }, providers)).map((m) => m.event.event_id),
         ['txn_arch:success'],
       );
       const day = (await loadManifest(openArchiveStorage(dir), { create: false })).parts.find((p) => p.events === 25)!.day;
-      assert.equal((await searchArchive(openArchiveStorage(dir), { day }, providers)).length, 30);
+      assert.equal((await searchArchive(openArchive(dir, NO_KEYS), { day }, providers)).length, 30);
       const counts = await service.allCounts();
       assert.deepEqual([counts.webhook_events, counts.webhook_event_bodies], [2, 2], 'nothing restored; the bodies of the archived events went with them');
-      await assert.rejects(searchArchive(openArchiveStorage(dir), { day: '01/05/2024' }, providers), /--day must be a date/);
-      await assert.rejects(searchArchive(openArchiveStorage(dir), { day: '2024-13-01' }, providers), /--day must be a date/, 'a month the calendar does not have');
+      await assert.rejects(searchArchive(openArchive(dir, NO_KEYS), { day: '01/05/2024' }, providers), /--day must be a date/);
+      await assert.rejects(searchArchive(openArchive(dir, NO_KEYS), { day: '2024-13-01' }, providers), /--day must be a date/, 'a month the calendar does not have');
     });
 
     test('restore brings back every column and every payload byte; restoring twice adds nothing', async () => {
       const days = [...new Set((await loadManifest(openArchiveStorage(dir), { create: false })).parts.map((p) => p.day))];
       let restored = 0;
-      for (const day of days) restored += (await restoreFromArchive(service.inbox.store, openArchiveStorage(dir), { day }, providers)).restored;
+      for (const day of days) restored += (await restoreFromArchive(service.inbox.store, openArchive(dir, NO_KEYS), { day }, providers)).restored;
       assert.equal(restored, 93);
       const rows = new Map((await allRows(service)).map((r) => [Number(r.id), r]));
       for (const [id, original] of originals) sameEvent(rows.get(id)!, original);
 
-      const again = await restoreFromArchive(service.inbox.store, openArchiveStorage(dir), { event: 'evt_archived_1' }, providers);
+      const again = await restoreFromArchive(service.inbox.store, openArchive(dir, NO_KEYS), { event: 'evt_archived_1' }, providers);
       assert.deepEqual([again.restored, again.present], [0, 1]);
     });
 
@@ -293,7 +296,7 @@ for (const backend of STORE_BACKENDS) {
       for (const [id, original] of originals) sameEvent(archived.byId.get(id)!, original);
       assert.equal((await service.db.selectFrom('archived_event_keys').select('id').execute()).length, EVENTS);
 
-      const third = await new Archiver(service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: NINETY_DAYS });
+      const third = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS });
       assert.equal(third.archived, 0);
     });
   });

@@ -10,7 +10,10 @@ import { ADMIN, ADMIN_ENV } from '../../support/admin.js';
 import { cli } from '../../support/cli.js';
 import { describeEachService } from '../../support/store-suite.js';
 import { TEST_SECRETS, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
-import { openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
+import { openArchive } from '../../../src/ops/archive/open-storage.js';
+
+/** No ARCHIVE_ENCRYPTION_KEY: files written unencrypted. */
+const NO_KEYS = { keys: [] };
 
 interface ProcessingJson {
   outcome: string;
@@ -107,12 +110,12 @@ await describeEachService('every processing of an event is kept through replays,
     const before = (await detailOf(id)).processings;
     const dir = await mkdtemp(join(tmpdir(), 'wi-history-'));
     try {
-      const archived = await new Archiver(suite.service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: 0 });
+      const archived = await new Archiver(suite.service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: 0 });
       assert.equal(archived.archived, 1);
       assert.equal((await api(`/admin/api/events/${id}`)).status, 404, 'gone from the database');
       const restored = await restoreFromArchive(
         suite.service.inbox.store,
-        openArchiveStorage(dir),
+        openArchive(dir, NO_KEYS),
         { event: 'evt_history' },
         new ProviderRegistry({ stripe: null, razorpay: null, payu: null }),
       );

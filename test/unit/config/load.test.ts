@@ -202,6 +202,7 @@ describe('loadConfig: each invalid value is reported by variable name', () => {
     { env: { ARCHIVE_DIR: 'file:///var/archive' }, variable: 'ARCHIVE_DIR' },
     { env: { ARCHIVE_TO: '/var/archive', ARCHIVE_DIR: '/srv/archive' }, variable: 'ARCHIVE_TO' },
     { env: { ARCHIVE_OLDER_THAN: '0d' }, variable: 'ARCHIVE_OLDER_THAN' },
+    { env: { ARCHIVE_ENCRYPTION_KEY: 'k1:c2hvcnQ=' }, variable: 'ARCHIVE_ENCRYPTION_KEY' },
     { env: { STRIPE_API_KEY: 'whsec_not_an_api_key' }, variable: 'STRIPE_API_KEY' },
     { env: { STRIPE_API_KEY: 'rk_live_' }, variable: 'STRIPE_API_KEY' },
     { env: { STRIPE_API_BASE: 'api.stripe.com' }, variable: 'STRIPE_API_BASE' },
