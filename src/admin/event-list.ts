@@ -96,6 +96,7 @@ export function parseEventFilter(query: Query, now: Date): EventListFilter {
     type: text(query, 'type'),
     paymentId: text(query, 'paymentId'),
     eventId: text(query, 'eventId'),
+    email: text(query, 'email', 320),
     from: time(query, 'from'),
     to: time(query, 'to'),
     q: text(query, 'q', 200),

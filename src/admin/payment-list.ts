@@ -47,6 +47,7 @@ export function parsePaymentFilter(query: Query, now: Date): PaymentListFilter {
     status: oneOf(query, 'status', PAYMENT_STATE_ORDER),
     from: time(query, 'from'),
     to: time(query, 'to'),
+    email: text(query, 'email', 320),
     q: text(query, 'q'),
     limit: integer(query, 'limit', { min: 1, max: MAX_PAGE_SIZE, fallback: DEFAULT_PAGE_SIZE }),
     after: cursor === undefined ? undefined : decodeCursor(cursor),

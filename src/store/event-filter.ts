@@ -22,6 +22,8 @@ export interface EventFilter {
   to?: Date;
   /** Text the payload contains; a caller bounds the window (from, to), as every payload in it is read. */
   q?: string;
+  /** The payer's e-mail, exactly: the events of the payments recorded with it (an access request's answer). */
+  email?: string;
 }
 
 /**
@@ -49,6 +51,19 @@ export function eventsMatching(filter: EventFilter) {
     if (filter.eventId) conditions.push(eb('webhook_events.provider', 'in', providersToSearch(filter.provider)), eb('webhook_events.event_id', '=', filter.eventId));
     if (filter.from) conditions.push(eb('webhook_events.created_at', '>=', toDbTime(filter.from)));
     if (filter.to) conditions.push(eb('webhook_events.created_at', '<', toDbTime(filter.to)));
+    if (filter.email) {
+      const email = filter.email;
+      conditions.push(
+        eb.exists(
+          eb
+            .selectFrom('payments')
+            .select('payments.id')
+            .whereRef('payments.provider', '=', 'webhook_events.provider')
+            .whereRef('payments.payment_id', '=', 'webhook_events.payment_id')
+            .where('payments.email', '=', email),
+        ),
+      );
+    }
     if (filter.q) {
       const pattern = likePattern(filter.q);
       conditions.push(

@@ -29,13 +29,15 @@ export function registerEventsCommands(program: Command): void {
   })
     .option('--status <status>', EVENT_STATUSES.join(', '), choiceOption(EVENT_STATUSES))
     .option('--type <event-type>', 'provider event type, e.g. payment_intent.succeeded')
-    .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string }) => {
+    .option('--email <address>', "the events of the payments with this payer e-mail, exactly (an access request's events)")
+    .action(async (options: ListingFlags & { status?: (typeof EVENT_STATUSES)[number]; type?: string; email?: string }) => {
       const found = await withInbox(configOrExit().config, 'reads', (inbox) =>
         findEvents(inbox.database, {
           provider: options.provider,
           status: options.status,
           type: options.type,
           paymentId: options.payment,
+          email: options.email,
           from: options.since,
           to: options.until,
           limit: options.limit,

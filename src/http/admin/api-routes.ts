@@ -60,7 +60,9 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
 
   app.get(
     '/admin/api/events',
-    tag('Events, newest first, by keyset', { querystring: stringProps('provider', 'status', 'type', 'paymentId', 'eventId', 'from', 'to', 'q', 'limit', 'cursor') }),
+    tag('Events, newest first, by keyset; email: those of the payments with that payer e-mail', {
+      querystring: stringProps('provider', 'status', 'type', 'paymentId', 'eventId', 'email', 'from', 'to', 'q', 'limit', 'cursor'),
+    }),
     async (request) => reads.events(parseEventFilter(request.query as Query, clock.now())),
   );
 
@@ -81,9 +83,12 @@ export const apiRoutes: FastifyPluginAsync<{ dashboard: AdminDashboard }> = asyn
 
   app.get(
     '/admin/api/payments',
-    tag('Payments, newest first by last update, by keyset; q: exactly the e-mail or a metadata value, within from and to (default the last 30 days, at most 90)', {
-      querystring: stringProps('provider', 'status', 'from', 'to', 'q', 'limit', 'cursor'),
-    }),
+    tag(
+      "Payments, newest first by last update, by keyset; email: the payer's e-mail exactly, at any time; q: exactly the e-mail or a metadata value, within from and to (default the last 30 days, at most 90)",
+      {
+        querystring: stringProps('provider', 'status', 'email', 'from', 'to', 'q', 'limit', 'cursor'),
+      },
+    ),
     async (request) => reads.payments(parsePaymentFilter(request.query as Query, clock.now())),
   );
 

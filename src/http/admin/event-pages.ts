@@ -46,7 +46,7 @@ export function eventsPage(context: PageContext, query: Record<string, string>, 
             ${option('', filter.status, 'any')}${['received', 'processing', 'processed', 'failed'].map((s) => option(s, filter.status))}
           </select></label
         >
-        ${field('type', 'Type')}${field('paymentId', 'Payment id')}${field('eventId', 'Event id')}${field('from', 'Received from (UTC)')}${field('to', 'to')}${field('q', 'Payload contains (in the window)')}
+        ${field('type', 'Type')}${field('paymentId', 'Payment id')}${field('eventId', 'Event id')}${field('email', 'Payer e-mail')}${field('from', 'Received from (UTC)')}${field('to', 'to')}${field('q', 'Payload contains (in the window)')}
         <button type="submit">Filter</button> <a href="/admin/events">clear</a>
       </form>
       ${eventsTable(page.events)}${next ? html`<p><a href="${next}">Older events →</a></p>` : ''}`,

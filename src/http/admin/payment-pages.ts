@@ -38,6 +38,7 @@ export function paymentsPage(context: PageContext, query: Record<string, string>
             ${option('', filter.status, 'any')}${PAYMENT_STATE_ORDER.map((s) => option(s, filter.status))}
           </select></label
         >
+        <label>Payer e-mail (exact)<input name="email" value="${query.email ?? ''}" /></label>
         <label>Updated from (UTC)<input name="from" value="${query.from ?? ''}" /></label><label>to<input name="to" value="${query.to ?? ''}" /></label
         ><label>E-mail or metadata value (exact; the last 30 days unless from/to say)<input name="q" value="${query.q ?? ''}" /></label> <button type="submit">Filter</button>
         <a href="/admin/payments">clear</a>

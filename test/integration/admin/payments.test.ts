@@ -111,6 +111,14 @@ for (const backend of STORE_BACKENDS) {
       // Without from and to, the last 30 days: the delivered payment only.
       assert.deepEqual(await listed(`q=${encodeURIComponent(HOSTILE.note)}`), [DELIVERED]);
       assert.deepEqual(await listed('q=c_1'), [DELIVERED]);
+      // An access request: the payer's e-mail exactly, at any time (no window), as stored (case kept).
+      assert.deepEqual(await listed('email=bob@example.com'), ['pi_pl_b']);
+      assert.deepEqual(await listed('email=Alice@Example.com'), ['pay_pl_c']);
+      assert.deepEqual(await listed('email=nobody@example.com'), []);
+      const page = await get('/admin/payments?email=bob@example.com');
+      assert.equal(page.status, 200);
+      assert.match(page.text, /pi_pl_b/);
+      assert.match(page.text, /name="email" value="bob@example.com"/);
       assert.deepEqual(await listed('q=o-1'), []);
     });
 
@@ -248,7 +256,7 @@ for (const backend of STORE_BACKENDS) {
     test('OpenAPI describes the list with its parameters', async () => {
       const openapi = (await get('/admin/api/openapi.json')).json as { paths: Record<string, { get?: { parameters?: Array<{ name: string }> } }> };
       const parameters = openapi.paths['/admin/api/payments']?.get?.parameters?.map((p) => p.name);
-      assert.deepEqual(parameters, ['provider', 'status', 'from', 'to', 'q', 'limit', 'cursor']);
+      assert.deepEqual(parameters, ['provider', 'status', 'email', 'from', 'to', 'q', 'limit', 'cursor']);
     });
   });
 }

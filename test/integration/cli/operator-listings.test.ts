@@ -30,7 +30,8 @@ for (const backend of STORE_BACKENDS) {
         ['evt_other_1', 'payment_intent.succeeded', 'pi_other'],
       ];
       for (const [index, [eventId, type, paymentId]] of story.entries()) {
-        assert.equal((await server.post(stripeDelivery(stripePaymentEvent(eventId, type, paymentId, { userId: HOSTILE_USER, courseId: `c_${paymentId}` })))).status, 200);
+        const object = paymentId === 'pi_other' ? { receipt_email: 'other@example.com' } : {};
+        assert.equal((await server.post(stripeDelivery(stripePaymentEvent(eventId, type, paymentId, { userId: HOSTILE_USER, courseId: `c_${paymentId}`, object })))).status, 200);
         await server.waitUntilProcessed(index + 1);
       }
       // The outbox rows are written at once; the dispatcher marks them skipped (no transport configured).
@@ -47,6 +48,10 @@ for (const backend of STORE_BACKENDS) {
       assert.deepEqual(await ids({ limit: 2 }), ['evt_other_1', 'evt_story_3'], 'a limit keeps the newest');
       assert.deepEqual(await ids({ paymentId: 'pi_story', limit: 50 }), ['evt_story_3', 'evt_story_2', 'evt_story_1']);
       assert.deepEqual(await ids({ paymentId: 'pi_story', provider: 'razorpay', limit: 50 }), []);
+      // An access request: the events of every payment recorded with the payer's e-mail.
+      assert.deepEqual(await ids({ email: 'other@example.com', limit: 50 }), ['evt_other_1']);
+      assert.deepEqual(await ids({ email: 'buyer@example.com', limit: 50 }), ['evt_story_3', 'evt_story_2', 'evt_story_1']);
+      assert.deepEqual(await ids({ email: 'buyer@example.com', provider: 'razorpay', limit: 50 }), []);
     });
 
     test('a payment: its state, its events in order, its order, enrollment and outbox rows', async () => {
@@ -88,6 +93,12 @@ for (const backend of STORE_BACKENDS) {
           cli(['payments', 'show', 'stripe', 'pi_story', '--json'], env),
           cli(['payments', 'show', 'stripe', 'pi_never_seen'], env),
         ]);
+        const byEmail = await cli(['events', 'list', '--email', 'other@example.com', '--json'], env);
+        assert.equal(byEmail.code, 0, byEmail.output);
+        assert.deepEqual(
+          (JSON.parse(byEmail.output) as { events: Array<{ event_id: string }> }).events.map((e) => e.event_id),
+          ['evt_other_1'],
+        );
         assert.equal(list.code, 0, list.output);
         const lines = list.output.split('\n');
         assert.match(lines[0]!, /^ID +PROVIDER +EVENT ID +TYPE +PAYMENT +STATUS +ATTEMPTS +RECEIVED \(UTC\) +OUTCOME \/ LAST ERROR$/);
