@@ -3,6 +3,7 @@ import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env, type SettingsReader } from './environment.js';
 import { parseArchiveLocation } from './archive-location.js';
+import { readArchiveS3 } from './archive-s3.js';
 import type {
   AdminRole,
   AdminSettings,
@@ -244,7 +245,7 @@ function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsS
       olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
       outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
     },
-    archive: { cron: archiveCron, to: archiveTo, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d') },
+    archive: { cron: archiveCron, to: archiveTo, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d'), s3: readArchiveS3(read) },
     reconcile: readReconcile(read, payu),
     alerts: readProviderAlerts(read),
   };
