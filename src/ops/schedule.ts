@@ -78,7 +78,7 @@ export function scheduleOperations(settings: OperationsSettings, { inbox, jobs: 
   for (const job of ownJobs) schedule(job.name, job.cron, job.run);
   const { archive } = settings;
   if (archive.to !== null) {
-    const storage = openArchiveStorage(archive.to);
+    const storage = openArchiveStorage(archive.to, archive);
     schedule('archive', archive.cron, async () => {
       const report = await new Archiver(inbox).runOnce({ storage, olderThanMs: archive.olderThanMs });
       logger.info({ to: storage.location, archived: report.archived, kept: report.kept, files: report.parts.length, elapsedMs: report.elapsedMs }, 'scheduled archive finished');

@@ -53,7 +53,7 @@ export function registerArchiveCommands(program: Command): void {
       const config = configOrExit().config;
       const to = flags.to ?? config.operations.archive.to;
       if (!to) throw new OperationError('say where the archive goes: --to <dir or s3://bucket/prefix> (or set ARCHIVE_TO)', 'bad_argument');
-      const storage = openArchiveStorage(to);
+      const storage = openArchiveStorage(to, config.operations.archive);
       const progress = progressBar('archiving');
       const report = await withInbox(config, 'writes', (inbox) =>
         new Archiver(inbox).runOnce({
@@ -83,7 +83,8 @@ export function registerArchiveCommands(program: Command): void {
     });
 
   queryOptions(archive.command('search').description('find archived events without restoring them, newest first')).action(async (flags: QueryFlags) => {
-    const matches = (await searchArchive(openArchiveStorage(flags.from), archiveQuery(flags), readOnlyProviders())).reverse();
+    const storage = openArchiveStorage(flags.from, configOrExit().config.operations.archive);
+    const matches = (await searchArchive(storage, archiveQuery(flags), readOnlyProviders())).reverse();
     if (flags.json)
       return printJson(
         matches.map(({ file, event }) => ({
@@ -109,7 +110,9 @@ export function registerArchiveCommands(program: Command): void {
 
   queryOptions(program.command('restore').description('bring archived events back into the database (for inspection or replay)')).action(async (flags: QueryFlags) => {
     const query = archiveQuery(flags);
-    const report = await withInbox(configOrExit().config, 'writes', (inbox) => restoreFromArchive(inbox.store, openArchiveStorage(flags.from), query, readOnlyProviders()));
+    const { config } = configOrExit();
+    const storage = openArchiveStorage(flags.from, config.operations.archive);
+    const report = await withInbox(config, 'writes', (inbox) => restoreFromArchive(inbox.store, storage, query, readOnlyProviders()));
     if (flags.json) return printJson(report);
     printTable(report.events, [
       ['id', (e) => e.id],

@@ -11,6 +11,10 @@ import { cli } from '../../support/cli.js';
 import { describeEachService } from '../../support/store-suite.js';
 import { TEST_SECRETS, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 import { openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
+import { loadConfig } from '../../../src/config/load.js';
+
+/** Archives in directories: the S3 settings are the defaults, unused. */
+const ARCHIVE_SETTINGS = loadConfig({}).operations.archive;
 
 interface ProcessingJson {
   outcome: string;
@@ -107,12 +111,12 @@ await describeEachService('every processing of an event is kept through replays,
     const before = (await detailOf(id)).processings;
     const dir = await mkdtemp(join(tmpdir(), 'wi-history-'));
     try {
-      const archived = await new Archiver(suite.service.inbox).runOnce({ storage: openArchiveStorage(dir), olderThanMs: 0 });
+      const archived = await new Archiver(suite.service.inbox).runOnce({ storage: openArchiveStorage(dir, ARCHIVE_SETTINGS), olderThanMs: 0 });
       assert.equal(archived.archived, 1);
       assert.equal((await api(`/admin/api/events/${id}`)).status, 404, 'gone from the database');
       const restored = await restoreFromArchive(
         suite.service.inbox.store,
-        openArchiveStorage(dir),
+        openArchiveStorage(dir, ARCHIVE_SETTINGS),
         { event: 'evt_history' },
         new ProviderRegistry({ stripe: null, razorpay: null, payu: null }),
       );
