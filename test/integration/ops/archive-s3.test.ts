@@ -230,7 +230,7 @@ for (const backend of STORE_BACKENDS) {
 
     test('a multipart upload that fails on a part is aborted and deletes nothing', async () => {
       const BIG = 1400;
-      // Random payloads do not compress: one file of these is over the 5 MiB part size.
+      // Random payloads do not compress: one file of these is over the upload part size.
       await seedOld(service, 'evt_s3_big', BIG, { days: 1, payload: () => JSON.stringify({ blob: randomBytes(4500).toString('base64') }) });
       const proxy = await startRefusingS3Proxy(s3.endpoint, (request) =>
         request.method === 'PUT' && /[?&]partNumber=2(&|$)/.test(request.url ?? '') ? { status: 403, code: 'AccessDenied' } : null,
