@@ -65,8 +65,12 @@ const STANDARD_NAMES = new Set([
   'ADMIN_SCREENSHOTS',
 ]);
 
-/** Families of variables that are someone else's, this project's test and benchmark switches among them. */
-const STANDARD_PREFIXES = ['NODE_', 'NPM_', 'LC_', 'XDG_', 'SSH_', 'DBUS_', 'KUBERNETES_', 'TEST_', 'BENCH_', 'CHAOS_'];
+/**
+ * Families of variables that are someone else's, this project's test and benchmark switches among
+ * them. AWS_ is the AWS SDK's (credentials, profiles, its own switches): AWS_REGION is read here too,
+ * but the rest of the family configures the SDK, not a misspelt setting of ours.
+ */
+const STANDARD_PREFIXES = ['NODE_', 'NPM_', 'LC_', 'XDG_', 'SSH_', 'DBUS_', 'KUBERNETES_', 'AWS_', 'TEST_', 'BENCH_', 'CHAOS_'];
 
 /**
  * Kubernetes (and Docker links) describe each service to every pod: `REDIS_SERVICE_HOST`,

@@ -2,10 +2,8 @@ import { isIP } from 'node:net';
 import { ConfigError } from '../errors.js';
 import { databaseUrlProblem } from './database-url.js';
 import { ENV_FILE_VARIABLE, EnvReader, readEnvironment, type ConfigVariable, type Env, type SettingsReader } from './environment.js';
-import { parseArchiveKeys } from './archive-keys.js';
-import { parseArchiveLocation } from './archive-location.js';
+import { readArchiveSettings } from './archive-settings.js';
 import type {
-  ArchiveKey,
   AdminRole,
   AdminSettings,
   AdminToken,
@@ -230,37 +228,7 @@ function readRedis(read: EnvReader): RedisSettings | null {
   return url ? { url, stream } : null;
 }
 
-/** ARCHIVE_TO, or ARCHIVE_DIR (its first name, still read): both set, they must agree. */
-function readArchiveTo(read: EnvReader): string | null {
-  const to = read.string('ARCHIVE_TO', '') || null;
-  const dir = read.string('ARCHIVE_DIR', '') || null;
-  if (to && dir && to !== dir) read.problem(`ARCHIVE_TO and ARCHIVE_DIR name different archives ("${to}", "${dir}"): set one`);
-  const location = to ?? dir;
-  if (location === null) return null;
-  try {
-    parseArchiveLocation(location);
-  } catch (error) {
-    read.problem(`${to ? 'ARCHIVE_TO' : 'ARCHIVE_DIR'} ${(error as Error).message}`);
-  }
-  return location;
-}
-
-/** ARCHIVE_ENCRYPTION_KEY's keys, the first encrypting; empty when unset (archives are written unencrypted). */
-function readArchiveKeys(read: EnvReader): ArchiveKey[] {
-  const text = read.string('ARCHIVE_ENCRYPTION_KEY', '', 'secret');
-  if (text === '') return [];
-  try {
-    return parseArchiveKeys(text);
-  } catch (error) {
-    read.problem(`ARCHIVE_ENCRYPTION_KEY ${(error as Error).message}`);
-    return [];
-  }
-}
-
 function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsSettings {
-  const archiveCron = read.cron('ARCHIVE_CRON', null);
-  const archiveTo = readArchiveTo(read);
-  if (archiveCron && !archiveTo) read.problem('ARCHIVE_TO (or ARCHIVE_DIR) must be set when ARCHIVE_CRON is set (where the archive files go)');
   return {
     alertWebhookUrl: read.url('ALERT_WEBHOOK_URL', ['http:', 'https:'], 'https://hooks.slack.com/services/...') ?? null,
     stuckCheck: {
@@ -268,7 +236,7 @@ function readOperations(read: EnvReader, payu: PayuSettings | null): OperationsS
       olderThanMs: read.duration('STUCK_CHECK_OLDER_THAN', '30m'),
       outboxOlderThanMs: read.duration('STUCK_CHECK_OUTBOX_OLDER_THAN', '1h'),
     },
-    archive: { cron: archiveCron, to: archiveTo, olderThanMs: read.duration('ARCHIVE_OLDER_THAN', '90d'), keys: readArchiveKeys(read) },
+    archive: readArchiveSettings(read),
     reconcile: readReconcile(read, payu),
     alerts: readProviderAlerts(read),
   };

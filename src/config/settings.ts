@@ -124,7 +124,23 @@ export interface OperationsSettings {
     olderThanMs: number;
     /** ARCHIVE_ENCRYPTION_KEY: the first encrypts new files, all decrypt; empty: files are written unencrypted. */
     keys: ArchiveKey[];
+    s3: ArchiveS3Settings;
   };
+}
+
+/**
+ * How an `s3://` archive reaches its object store (read whatever the location, since `archive --to`
+ * may name one). Credentials are the SDK's own default chain, never settings of ours.
+ */
+export interface ArchiveS3Settings {
+  /** AWS_REGION; us-east-1 when unset. */
+  region: string;
+  /** S3_ENDPOINT: an S3-compatible store (MinIO, R2, GCS interoperability); null for AWS itself. */
+  endpointUrl: string | null;
+  /** S3_FORCE_PATH_STYLE: `endpoint/bucket/key` rather than `bucket.endpoint/key`, as MinIO and most S3-compatible stores want. */
+  forcePathStyle: boolean;
+  /** ARCHIVE_STORAGE_CLASS of the archive files (not the manifest); null: the bucket's default. */
+  storageClass: string | null;
 }
 
 /**

@@ -78,6 +78,12 @@ export class OperationLock {
     return updated !== null && Number(updated.numUpdatedRows) === 1;
   }
 
+  /** Frees the lock from `owner`, who is known to be gone (a process that died on this host); nothing if someone else holds it by now. */
+  async takeFrom(owner: string): Promise<OperationLockHolder | null> {
+    await this.db.deleteFrom('operation_locks').where('name', '=', this.name).where('owner', '=', owner).execute();
+    return this.take();
+  }
+
   async release(): Promise<void> {
     clearInterval(this.renewal);
     await this.db.deleteFrom('operation_locks').where('name', '=', this.name).where('owner', '=', this.owner).execute();

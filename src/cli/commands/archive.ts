@@ -96,7 +96,7 @@ export function registerArchiveCommands(program: Command): void {
       const from = flags.from ?? config.operations.archive.to;
       if (!from) throw new OperationError('say which archive: --from <dir or s3://bucket/prefix> (or set ARCHIVE_TO)', 'bad_argument');
       const progress = progressBar('rekeying');
-      const report = await rekeyArchive(openArchive(from, config.operations.archive), progress.update);
+      const report = await withInbox(config, 'writes', (inbox) => rekeyArchive(inbox, openArchive(from, config.operations.archive), progress.update));
       progress.done();
       if (flags.json) return printJson(report);
       if (report.rekeyed.length > 0) {

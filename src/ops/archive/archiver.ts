@@ -6,6 +6,7 @@ import type { InboxStore } from '../../store/inbox-store.js';
 import type { Inbox } from '../../inbox.js';
 import { archiveLine, readArchiveLines, writeArchiveFile, type Archive } from './files.js';
 import { loadManifest, saveManifest, type ArchivePart, type Manifest } from './manifest.js';
+import { lockArchiveRun } from './run-lock.js';
 
 export interface ArchiveOptions {
   /** Where the files go and the keys that seal them (openArchive). */
@@ -59,7 +60,7 @@ export class Archiver {
     const cutoff = toDbTime(new Date(started.getTime() - options.olderThanMs));
     const { archive } = options;
     const { storage } = archive;
-    const unlock = await storage.lock();
+    const lock = await lockArchiveRun(this.db, this.clock, storage);
     try {
       const manifest = await loadManifest(storage, { create: true });
       const report: ArchiveReport = { dir: storage.location, cutoff: `${cutoff} UTC`, parts: [], archived: 0, kept: 0, elapsedMs: 0 };
@@ -72,6 +73,7 @@ export class Archiver {
       };
 
       for (const part of manifest.parts.filter((p) => p.state === 'written')) {
+        await lock.confirm();
         progress({ ...(await this.settle(options, manifest, part)), resumed: true });
       }
       let after: { createdAt: DbTime; id: number } | null = null;
@@ -80,13 +82,14 @@ export class Archiver {
         if (rows.length === 0) break;
         const last = rows[rows.length - 1]!;
         after = { createdAt: last.created_at, id: Number(last.id) };
+        await lock.confirm();
         const part = await this.write(archive, manifest, rows);
         progress({ ...(await this.settle(options, manifest, part)), resumed: false });
       }
       report.elapsedMs = this.clock.now().getTime() - started.getTime();
       return report;
     } finally {
-      await unlock();
+      await lock.release();
     }
   }
 

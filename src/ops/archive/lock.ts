@@ -56,7 +56,8 @@ async function readHolder(path: string): Promise<LockOwner | null> {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` runs on this host (one of another user's counts). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

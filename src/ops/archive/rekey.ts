@@ -1,6 +1,8 @@
+import type { Inbox } from '../../inbox.js';
 import { OperationError } from '../errors.js';
 import { readArchiveLines, writeArchiveFile, type Archive } from './files.js';
 import { loadManifest, saveManifest } from './manifest.js';
+import { lockArchiveRun } from './run-lock.js';
 
 export interface RekeyReport {
   location: string;
@@ -19,11 +21,12 @@ export interface RekeyReport {
  * recorded in the manifest, and only then is the old file deleted: a run stopped at any point leaves
  * every event readable through the manifest, and running it again finishes the rest.
  */
-export async function rekeyArchive(archive: Archive, onProgress?: (done: number, total: number) => void): Promise<RekeyReport> {
+export async function rekeyArchive(inbox: Pick<Inbox, 'database' | 'clock'>, archive: Archive, onProgress?: (done: number, total: number) => void): Promise<RekeyReport> {
   const keyId = archive.keyring.sealingKeyId;
   if (keyId === null) throw new OperationError('rekey seals the archive under the first key of ARCHIVE_ENCRYPTION_KEY, which is not set', 'bad_argument');
   const { storage } = archive;
-  const unlock = await storage.lock();
+  // The archive's run lock: no archive run writes or settles a file while it is sealed again.
+  const lock = await lockArchiveRun(inbox.database, inbox.clock, storage);
   try {
     const manifest = await loadManifest(storage, { create: false });
     const report: RekeyReport = { location: storage.location, keyId, rekeyed: [], current: 0 };
@@ -31,6 +34,7 @@ export async function rekeyArchive(archive: Archive, onProgress?: (done: number,
       if (part.keyId === keyId) {
         report.current++;
       } else {
+        await lock.confirm();
         const lines = await readArchiveLines(archive, part);
         const name = `${baseName(part.file)}.${keyId}.jsonl.gz`;
         const written = await writeArchiveFile(archive, name, lines);
@@ -48,7 +52,7 @@ export async function rekeyArchive(archive: Archive, onProgress?: (done: number,
     }
     return report;
   } finally {
-    await unlock();
+    await lock.release();
   }
 }
 

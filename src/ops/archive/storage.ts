@@ -14,8 +14,10 @@ export interface ArchiveStorage {
   /** Deletes the file; nothing when there is none. */
   remove(name: string): Promise<void>;
   /**
-   * One archive run at a time per archive: resolves to the release, or fails naming the run that
-   * holds it. Also checks that the archive can be written, before any event is read for it.
+   * Checks that the archive can be written (a directory made, a bucket that exists and takes these
+   * credentials' writes) before any event is read for it, failing with the cause named; resolves to
+   * the release. A directory also locks itself here against a second run; the Archiver's database
+   * lock (run-lock.ts) is what keeps one run per location for every kind.
    */
   lock(): Promise<() => Promise<void>>;
 }

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { systemClock } from '../../../src/clock.js';
 import { toDbTime } from '../../../src/db/schema.js';
 import type { ArchiveKey } from '../../../src/config/settings.js';
+import { loadConfig } from '../../../src/config/load.js';
 import { Archiver } from '../../../src/ops/archive/archiver.js';
 import { sha256Hex } from '../../../src/ops/archive/files.js';
 import { loadManifest, saveManifest } from '../../../src/ops/archive/manifest.js';
@@ -23,6 +24,8 @@ import { seedEvents } from '../../support/events.js';
 const key = (id: string): ArchiveKey => ({ id, secret: randomBytes(32).toString('base64') });
 const K1 = key('k1');
 const K2 = key('k2');
+/** The archive settings with these ARCHIVE_ENCRYPTION_KEY keys (S3's defaults, unused in a directory). */
+const withKeys = (...keys: ArchiveKey[]) => ({ ...loadConfig({}).operations.archive, keys });
 const providers = new ProviderRegistry({ stripe: null, razorpay: null, payu: null });
 const longAgo = (offsetMs: number) => toDbTime(new Date(Date.now() - 200 * 86_400_000 + offsetMs));
 /** A payload a careless round trip would change, naming a person the archive must not show in the clear. */
@@ -60,10 +63,10 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('with a key, every file is sealed (no person in the clear), its key id in its header and the manifest', async () => {
-      const report = await new Archiver(inbox()).runOnce({ archive: openArchive(dir, { keys: [K1] }), olderThanMs: 90 * 86_400_000, eventsPerFile: 10 });
+      const report = await new Archiver(inbox()).runOnce({ archive: openArchive(dir, withKeys(K1)), olderThanMs: 90 * 86_400_000, eventsPerFile: 10 });
       assert.equal(report.archived, 30);
       assert.equal(await count(), 0);
-      const manifest = await loadManifest(openArchiveStorage(dir), { create: false });
+      const manifest = await loadManifest(openArchiveStorage(dir, withKeys()), { create: false });
       assert.equal(manifest.parts.length, 3);
       for (const part of manifest.parts) {
         assert.equal(part.keyId, 'k1');
@@ -76,12 +79,12 @@ for (const backend of STORE_BACKENDS) {
 
     test('restore opens them byte for byte; without the key it names the key id the file needs and restores nothing', async () => {
       await assert.rejects(
-        restoreFromArchive(store, openArchive(dir, { keys: [K2] }), { event: 'evt_enc_3' }, providers),
+        restoreFromArchive(store, openArchive(dir, withKeys(K2)), { event: 'evt_enc_3' }, providers),
         /encrypted with key id k1, which is not configured \(ARCHIVE_ENCRYPTION_KEY lists k2\)/,
       );
-      await assert.rejects(searchArchive(openArchive(dir, { keys: [] }), { day: longAgo(0).slice(0, 10) }, providers), /key id k1.*ARCHIVE_ENCRYPTION_KEY is not set/);
+      await assert.rejects(searchArchive(openArchive(dir, withKeys()), { day: longAgo(0).slice(0, 10) }, providers), /key id k1.*ARCHIVE_ENCRYPTION_KEY is not set/);
       assert.equal(await count(), 0);
-      const restored = await restoreFromArchive(store, openArchive(dir, { keys: [K1] }), { event: 'evt_enc_3' }, providers);
+      const restored = await restoreFromArchive(store, openArchive(dir, withKeys(K1)), { event: 'evt_enc_3' }, providers);
       assert.equal(restored.restored, 1);
       const body = await store.db
         .selectFrom('webhook_events')
@@ -93,7 +96,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a file altered behind its checksum fails authentication, named, and nothing of it is restored', async () => {
-      const storage = openArchiveStorage(dir);
+      const storage = openArchiveStorage(dir, withKeys());
       const manifest = await loadManifest(storage, { create: false });
       const part = manifest.parts[0]!;
       const copy = join(dir, `${part.file}.orig`);
@@ -103,7 +106,7 @@ for (const backend of STORE_BACKENDS) {
       altered[altered.length - 40]! ^= 1;
       await writeFile(join(dir, part.file), altered);
       await assert.rejects(
-        restoreFromArchive(store, openArchive(dir, { keys: [K1] }), { day: part.day }, providers),
+        restoreFromArchive(store, openArchive(dir, withKeys(K1)), { day: part.day }, providers),
         new RegExp(`${part.file} in .* does not match its manifest checksum`),
       );
       // The same bytes with a checksum to match: only the authentication can refuse them.
@@ -112,7 +115,7 @@ for (const backend of STORE_BACKENDS) {
       await saveManifest(storage, manifest);
       const before = await count();
       await assert.rejects(
-        restoreFromArchive(store, openArchive(dir, { keys: [K1] }), { day: part.day }, providers),
+        restoreFromArchive(store, openArchive(dir, withKeys(K1)), { day: part.day }, providers),
         new RegExp(`${part.file} in .* fails authentication under key id k1`),
       );
       assert.equal(await count(), before);
@@ -123,17 +126,17 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('rekey seals every file under the first key; the old key is no longer needed, nor its files kept', async () => {
-      const report = await rekeyArchive(openArchive(dir, { keys: [K2, K1] }));
+      const report = await rekeyArchive(inbox(), openArchive(dir, withKeys(K2, K1)));
       assert.equal(report.keyId, 'k2');
       assert.equal(report.rekeyed.length, 3);
       assert.ok(report.rekeyed.every((r) => r.previousKeyId === 'k1' && r.to.endsWith('.k2.jsonl.gz')));
-      const manifest = await loadManifest(openArchiveStorage(dir), { create: false });
+      const manifest = await loadManifest(openArchiveStorage(dir, withKeys()), { create: false });
       assert.ok(manifest.parts.every((p) => p.keyId === 'k2'));
       assert.deepEqual((await readdir(dir)).filter((f) => f.endsWith('.gz')).sort(), manifest.parts.map((p) => p.file).sort(), 'the files under k1 are gone');
-      const found = await searchArchive(openArchive(dir, { keys: [K2] }), { event: 'evt_enc_7' }, providers);
+      const found = await searchArchive(openArchive(dir, withKeys(K2)), { event: 'evt_enc_7' }, providers);
       assert.equal(found[0]?.event.payload, payloadOf(7));
-      assert.equal((await rekeyArchive(openArchive(dir, { keys: [K2] }))).current, 3, 'a second run has nothing to do');
-      await assert.rejects(rekeyArchive(openArchive(dir, { keys: [] })), /ARCHIVE_ENCRYPTION_KEY, which is not set/);
+      assert.equal((await rekeyArchive(inbox(), openArchive(dir, withKeys(K2)))).current, 3, 'a second run has nothing to do');
+      await assert.rejects(rekeyArchive(inbox(), openArchive(dir, withKeys())), /ARCHIVE_ENCRYPTION_KEY, which is not set/);
     });
   });
 }
@@ -146,16 +149,16 @@ describe('an archive written without a key', () => {
     try {
       await store.migrate();
       await seedEvents(store.db, [{ event_id: 'evt_plain', created_at: longAgo(0), payload: payloadOf(99) }]);
-      await new Archiver({ database: store.db, store, clock: systemClock }).runOnce({ archive: openArchive(dir, { keys: [] }), olderThanMs: 86_400_000 });
-      const part = (await loadManifest(openArchiveStorage(dir), { create: false })).parts[0]!;
+      await new Archiver({ database: store.db, store, clock: systemClock }).runOnce({ archive: openArchive(dir, withKeys()), olderThanMs: 86_400_000 });
+      const part = (await loadManifest(openArchiveStorage(dir, withKeys()), { create: false })).parts[0]!;
       assert.equal(part.keyId, undefined);
       assert.match(gunzipSync(await readFile(join(dir, part.file))).toString('utf8'), /evt_plain/);
-      const report = await rekeyArchive(openArchive(dir, { keys: [K1] }));
+      const report = await rekeyArchive({ database: store.db, clock: systemClock }, openArchive(dir, withKeys(K1)));
       assert.deepEqual(
         report.rekeyed.map((r) => r.previousKeyId),
         [null],
       );
-      const found = await searchArchive(openArchive(dir, { keys: [K1] }), { event: 'evt_plain' }, providers);
+      const found = await searchArchive(openArchive(dir, withKeys(K1)), { event: 'evt_plain' }, providers);
       assert.equal(found[0]?.event.payload, payloadOf(99));
     } finally {
       await store.close();

@@ -17,9 +17,10 @@ import { seedEvents } from '../../support/events.js';
 import { Harness, paymentEffects, waitFor } from '../../support/harness.js';
 import { payuDelivery, razorpayDelivery, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 import { openArchive, openArchiveStorage } from '../../../src/ops/archive/open-storage.js';
+import { loadConfig } from '../../../src/config/load.js';
 
-/** No ARCHIVE_ENCRYPTION_KEY: files written unencrypted. */
-const NO_KEYS = { keys: [] };
+/** Archives in directories, unencrypted: the default settings (no ARCHIVE_ENCRYPTION_KEY; S3's unused). */
+const ARCHIVE_SETTINGS = loadConfig({}).operations.archive;
 
 const DAY_MS = 86_400_000;
 const NINETY_DAYS = 90 * DAY_MS;
@@ -41,11 +42,11 @@ async function allRows(harness: Harness) {
 
 /** Every line of every file the manifest lists, by event id. */
 async function archivedEvents(dir: string): Promise<{ byId: Map<number, ArchivedEvent>; lines: number }> {
-  const manifest = await loadManifest(openArchiveStorage(dir), { create: false });
+  const manifest = await loadManifest(openArchiveStorage(dir, ARCHIVE_SETTINGS), { create: false });
   const byId = new Map<number, ArchivedEvent>();
   let lines = 0;
   for (const part of manifest.parts) {
-    for (const line of await readArchiveLines(openArchive(dir, NO_KEYS), part)) {
+    for (const line of await readArchiveLines(openArchive(dir, ARCHIVE_SETTINGS), part)) {
       const event = JSON.parse(line) as ArchivedEvent;
       byId.set(event.id, event);
       lines++;
@@ -143,7 +144,7 @@ for (const backend of STORE_BACKENDS) {
       originals = new Map((await allRows(service)).filter((r) => r.status === 'processed' && r.created_at < cutoff).map((r) => [Number(r.id), r]));
       assert.equal(originals.size, 93);
 
-      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
+      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, ARCHIVE_SETTINGS), olderThanMs: NINETY_DAYS, eventsPerFile: 25, deleteBatchSize: 10 });
       assert.equal(report.archived, 93);
       assert.equal(report.kept, 0);
       console.log(
@@ -160,7 +161,7 @@ for (const backend of STORE_BACKENDS) {
         `the attempts of archived event ${archivedAttempt} went with it`,
       );
 
-      const manifest = await loadManifest(openArchiveStorage(dir), { create: false });
+      const manifest = await loadManifest(openArchiveStorage(dir, ARCHIVE_SETTINGS), { create: false });
       assert.ok(manifest.parts.every((p) => p.state === 'complete' && p.kept === 0 && p.file.startsWith(`${p.day}.`) && p.events <= 25));
       assert.equal(
         manifest.parts.reduce((n, p) => n + p.events, 0),
@@ -175,7 +176,7 @@ for (const backend of STORE_BACKENDS) {
     });
 
     test('a second run archives nothing twice', async () => {
-      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS });
+      const report = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, ARCHIVE_SETTINGS), olderThanMs: NINETY_DAYS });
       assert.equal(report.archived, 0);
       assert.deepEqual(report.parts, []);
       assert.equal((await archivedEvents(dir)).lines, 93);
@@ -194,34 +195,34 @@ for (const backend of STORE_BACKENDS) {
 
     test('search finds by event, payment and day without restoring', async () => {
       assert.deepEqual(
-        (await searchArchive(openArchive(dir, NO_KEYS), { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { event: 'evt_archived_1' }, providers)).map((m) => m.event.event_id),
         ['evt_archived_1'],
       );
       assert.deepEqual(
-        (await searchArchive(openArchive(dir, NO_KEYS), { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { payment: 'pay_archived_1' }, providers)).map((m) => m.event.event_id),
         ['rzp_evt_archived_1'],
       );
       assert.deepEqual(
-        (await searchArchive(openArchive(dir, NO_KEYS), { payment: 'txn_arch' }, providers)).map((m) => m.event.event_id),
+        (await searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { payment: 'txn_arch' }, providers)).map((m) => m.event.event_id),
         ['txn_arch:success'],
       );
-      const day = (await loadManifest(openArchiveStorage(dir), { create: false })).parts.find((p) => p.events === 25)!.day;
-      assert.equal((await searchArchive(openArchive(dir, NO_KEYS), { day }, providers)).length, 30);
+      const day = (await loadManifest(openArchiveStorage(dir, ARCHIVE_SETTINGS), { create: false })).parts.find((p) => p.events === 25)!.day;
+      assert.equal((await searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { day }, providers)).length, 30);
       const counts = await service.allCounts();
       assert.deepEqual([counts.webhook_events, counts.webhook_event_bodies], [2, 2], 'nothing restored; the bodies of the archived events went with them');
-      await assert.rejects(searchArchive(openArchive(dir, NO_KEYS), { day: '01/05/2024' }, providers), /--day must be a date/);
-      await assert.rejects(searchArchive(openArchive(dir, NO_KEYS), { day: '2024-13-01' }, providers), /--day must be a date/, 'a month the calendar does not have');
+      await assert.rejects(searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { day: '01/05/2024' }, providers), /--day must be a date/);
+      await assert.rejects(searchArchive(openArchive(dir, ARCHIVE_SETTINGS), { day: '2024-13-01' }, providers), /--day must be a date/, 'a month the calendar does not have');
     });
 
     test('restore brings back every column and every payload byte; restoring twice adds nothing', async () => {
-      const days = [...new Set((await loadManifest(openArchiveStorage(dir), { create: false })).parts.map((p) => p.day))];
+      const days = [...new Set((await loadManifest(openArchiveStorage(dir, ARCHIVE_SETTINGS), { create: false })).parts.map((p) => p.day))];
       let restored = 0;
-      for (const day of days) restored += (await restoreFromArchive(service.inbox.store, openArchive(dir, NO_KEYS), { day }, providers)).restored;
+      for (const day of days) restored += (await restoreFromArchive(service.inbox.store, openArchive(dir, ARCHIVE_SETTINGS), { day }, providers)).restored;
       assert.equal(restored, 93);
       const rows = new Map((await allRows(service)).map((r) => [Number(r.id), r]));
       for (const [id, original] of originals) sameEvent(rows.get(id)!, original);
 
-      const again = await restoreFromArchive(service.inbox.store, openArchive(dir, NO_KEYS), { event: 'evt_archived_1' }, providers);
+      const again = await restoreFromArchive(service.inbox.store, openArchive(dir, ARCHIVE_SETTINGS), { event: 'evt_archived_1' }, providers);
       assert.deepEqual([again.restored, again.present], [0, 1]);
     });
 
@@ -296,7 +297,7 @@ for (const backend of STORE_BACKENDS) {
       for (const [id, original] of originals) sameEvent(archived.byId.get(id)!, original);
       assert.equal((await service.db.selectFrom('archived_event_keys').select('id').execute()).length, EVENTS);
 
-      const third = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: NINETY_DAYS });
+      const third = await new Archiver(service.inbox).runOnce({ archive: openArchive(dir, ARCHIVE_SETTINGS), olderThanMs: NINETY_DAYS });
       assert.equal(third.archived, 0);
     });
   });

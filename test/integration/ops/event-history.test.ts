@@ -11,9 +11,10 @@ import { cli } from '../../support/cli.js';
 import { describeEachService } from '../../support/store-suite.js';
 import { TEST_SECRETS, stripeDelivery, stripePaymentEvent } from '../../support/signing.js';
 import { openArchive } from '../../../src/ops/archive/open-storage.js';
+import { loadConfig } from '../../../src/config/load.js';
 
-/** No ARCHIVE_ENCRYPTION_KEY: files written unencrypted. */
-const NO_KEYS = { keys: [] };
+/** Archives in directories, unencrypted: the default settings (no ARCHIVE_ENCRYPTION_KEY; S3's unused). */
+const ARCHIVE_SETTINGS = loadConfig({}).operations.archive;
 
 interface ProcessingJson {
   outcome: string;
@@ -110,12 +111,12 @@ await describeEachService('every processing of an event is kept through replays,
     const before = (await detailOf(id)).processings;
     const dir = await mkdtemp(join(tmpdir(), 'wi-history-'));
     try {
-      const archived = await new Archiver(suite.service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: 0 });
+      const archived = await new Archiver(suite.service.inbox).runOnce({ archive: openArchive(dir, ARCHIVE_SETTINGS), olderThanMs: 0 });
       assert.equal(archived.archived, 1);
       assert.equal((await api(`/admin/api/events/${id}`)).status, 404, 'gone from the database');
       const restored = await restoreFromArchive(
         suite.service.inbox.store,
-        openArchive(dir, NO_KEYS),
+        openArchive(dir, ARCHIVE_SETTINGS),
         { event: 'evt_history' },
         new ProviderRegistry({ stripe: null, razorpay: null, payu: null }),
       );

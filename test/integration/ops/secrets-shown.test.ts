@@ -10,9 +10,10 @@ import { cli } from '../../support/cli.js';
 import { describeEachService } from '../../support/store-suite.js';
 import { TEST_SECRETS, payuDelivery, payuSuccessFields, razorpayDelivery, stripeDelivery, stripePaymentEvent, type SignedDelivery } from '../../support/signing.js';
 import { openArchive } from '../../../src/ops/archive/open-storage.js';
+import { loadConfig } from '../../../src/config/load.js';
 
-/** No ARCHIVE_ENCRYPTION_KEY: files written unencrypted. */
-const NO_KEYS = { keys: [] };
+/** Archives in directories, unencrypted: the default settings (no ARCHIVE_ENCRYPTION_KEY; S3's unused). */
+const ARCHIVE_SETTINGS = loadConfig({}).operations.archive;
 
 const CLIENT_SECRET = 'pi_shown_secret_CLIENTSECRET0123';
 
@@ -86,7 +87,7 @@ await describeEachService('no signature or secret reaches an output', ADMIN_ENV,
     const { created_at: receivedAt } = await suite.service.db.selectFrom('webhook_events').select('created_at').where('event_id', '=', 'evt_shown').executeTakeFirstOrThrow();
     const dir = await mkdtemp(join(tmpdir(), 'wi-secrets-'));
     try {
-      assert.equal((await new Archiver(suite.service.inbox).runOnce({ archive: openArchive(dir, NO_KEYS), olderThanMs: 0 })).archived, 3);
+      assert.equal((await new Archiver(suite.service.inbox).runOnce({ archive: openArchive(dir, ARCHIVE_SETTINGS), olderThanMs: 0 })).archived, 3);
       const search = await cli(['archive', 'search', '--from', dir, '--day', receivedAt.slice(0, 10), '--json'], {});
       assert.equal(search.code, 0, search.output);
       assert.equal((JSON.parse(search.output) as unknown[]).length, 3);

@@ -41,7 +41,7 @@ describe('durations and times given to operator commands', () => {
     assert.deepEqual(defaults, {
       alertWebhookUrl: null,
       stuckCheck: { cron: '0 9 * * *', olderThanMs: 1_800_000, outboxOlderThanMs: 3_600_000 },
-      archive: { cron: null, to: null, olderThanMs: 7_776_000_000, keys: [] },
+      archive: { cron: null, to: null, olderThanMs: 7_776_000_000, keys: [], s3: { endpointUrl: null, forcePathStyle: false, region: 'us-east-1', storageClass: null } },
       reconcile: { apis: { stripe: null, razorpay: null, payu: null }, cron: null, windowMs: 86_400_000, maxPages: 1000, concurrency: 4, payuPendingOlderThanMs: 1_800_000 },
       alerts: { cron: '*/5 * * * *', non2xxForMs: 7_200_000, signatureFailureShare: 0.5, signatureFailureMinCount: 10, providerSilentForMs: null },
     });
