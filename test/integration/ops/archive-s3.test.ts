@@ -153,6 +153,32 @@ for (const backend of STORE_BACKENDS) {
       assert.equal(again.archived, 61, 'restored events archive again');
     });
 
+    test('encrypted at rest in the bucket: sealed objects, and a restore through the key gives every byte back', async () => {
+      await seedOld(service, 'evt_s3_sealed', 6);
+      const sealedOriginals = (await allRows(service)).filter((r) => r.event_id.startsWith('evt_s3_sealed'));
+      assert.equal(sealedOriginals.length, 6);
+      const settings = archiveSettings({ ARCHIVE_ENCRYPTION_KEY: `k1:${randomBytes(32).toString('base64')}` });
+      const archive = openArchive(`s3://${bucket}/sealed`, settings);
+      assert.equal((await new Archiver(service.inbox).runOnce({ archive, olderThanMs: NINETY_DAYS })).archived, 6);
+      const manifest = await loadManifest(archive.storage, { create: false });
+      for (const part of manifest.parts) {
+        assert.equal(part.keyId, 'k1');
+        const stored = (await s3.get(bucket, `sealed/${part.file}`))!;
+        assert.equal(stored.subarray(0, 4).toString('ascii'), 'WIAE', `${part.file} is sealed`);
+        assert.ok(!stored.includes('evt_s3_sealed'), 'no event id in the clear');
+      }
+      await assert.rejects(
+        restoreFromArchive(service.inbox.store, openArchive(`s3://${bucket}/sealed`, archiveSettings()), { event: 'evt_s3_sealed_0' }, providers),
+        /encrypted with key id k1, which is not configured/,
+      );
+      for (const original of sealedOriginals) {
+        assert.equal((await restoreFromArchive(service.inbox.store, archive, { event: original.event_id }, providers)).restored, 1);
+      }
+      const rows = new Map((await allRows(service)).map((r) => [r.id, r]));
+      for (const original of sealedOriginals) sameEvent(rows.get(original.id)!, original);
+      assert.equal((await new Archiver(service.inbox).runOnce({ archive, olderThanMs: NINETY_DAYS })).archived, 6, 'restored, they archive again, sealed');
+    });
+
     test('a bucket that does not exist fails the run before anything is read or deleted, naming the bucket', async () => {
       await seedOld(service, 'evt_s3_nobucket', 5);
       const missing = `wi-missing-${randomBytes(4).toString('hex')}`;
