@@ -10,6 +10,22 @@ export function processOwner(): string {
   return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
 
+/** Whether `owner` (as processOwner makes it) is a process of this host that no longer runs: its hold can be taken over at once. */
+export function ownerGoneFromThisHost(owner: string): boolean {
+  const match = /^(.*):(\d+):[0-9a-f]+$/.exec(owner);
+  return match !== null && match[1] === hostname() && !processRunning(Number(match[2]));
+}
+
+/** Whether process `pid` runs on this host (one of another user's counts). */
+export function processRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * A fresh lease for a claim: the token fences every write that follows, and the expiry doubles as
  * the row's due time, so a row whose holder died is found by the same query as any due row.

@@ -1,6 +1,7 @@
 import { link, readFile, unlink, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { processRunning } from '../../db/lease.js';
 import { OperationError } from '../errors.js';
 
 const LOCK_FILE = '.archive.lock';
@@ -36,7 +37,7 @@ async function acquire(dir: string, path: string, candidate: string, owner: Lock
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const holder = await readHolder(path);
-      if (holder && (holder.host !== owner.host || isAlive(holder.pid))) {
+      if (holder && (holder.host !== owner.host || processRunning(holder.pid))) {
         throw new OperationError(
           `another archive run (pid ${holder.pid} on ${holder.host}, since ${holder.startedAt}) is using ${dir}; if it is gone, remove ${path}`,
           'archive_locked',
@@ -53,15 +54,5 @@ async function readHolder(path: string): Promise<LockOwner | null> {
     return JSON.parse(await readFile(path, 'utf8')) as LockOwner;
   } catch {
     return null;
-  }
-}
-
-/** Whether process `pid` runs on this host (one of another user's counts). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -1,13 +1,11 @@
 import { createHash } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Clock } from '../../clock.js';
-import { processOwner } from '../../db/lease.js';
+import { ownerGoneFromThisHost, processOwner } from '../../db/lease.js';
 import { OperationLock } from '../../db/operation-lock.js';
 import type { InboxDatabase } from '../../db/schema.js';
 import { MAX_KEY_LENGTH } from '../../model/delivery.js';
 import { OperationError } from '../errors.js';
-import { isAlive } from './lock.js';
 import type { ArchiveStorage } from './storage.js';
 
 /** How long a run's lock outlives its last renewal: a run that died frees its archive after this. */
@@ -34,7 +32,7 @@ export async function lockArchiveRun(db: Kysely<InboxDatabase>, clock: Clock, st
   const lock = new OperationLock({ db, clock, name: lockName(storage.location), owner: processOwner(), ttlMs: LOCK_TTL_MS });
   let holder = await lock.take();
   // A run killed on this host leaves its row until it expires; its pid says it is gone, as for a lock file.
-  if (holder && deadLocalOwner(holder.owner)) holder = await lock.takeFrom(holder.owner);
+  if (holder && ownerGoneFromThisHost(holder.owner)) holder = await lock.takeFrom(holder.owner);
   if (holder) {
     throw new OperationError(`another archive run (${holder.owner}, its lock held until ${holder.expiresAt} UTC) is using ${storage.location}`, 'archive_locked');
   }
@@ -63,10 +61,4 @@ export async function lockArchiveRun(db: Kysely<InboxDatabase>, clock: Clock, st
 function lockName(location: string): string {
   const name = `archive:${location}`;
   return name.length <= MAX_KEY_LENGTH ? name : `archive:sha256:${createHash('sha256').update(location).digest('hex')}`;
-}
-
-/** Whether `owner` (processOwner: host:pid:tag) is a process of this host that no longer runs. */
-function deadLocalOwner(owner: string): boolean {
-  const match = /^(.*):(\d+):[0-9a-f]+$/.exec(owner);
-  return match !== null && match[1] === hostname() && !isAlive(Number(match[2]));
 }
